@@ -1,0 +1,46 @@
+"""Every environment variable ascend-compat itself reads, in one place.
+
+| variable | meaning |
+| --- | --- |
+| ``ASCEND_COMPAT_SIMULATE`` | ``1``: install the simulated NPU when ``ascend_compat`` is imported |
+| ``ASCEND_COMPAT_SIM_DEVICES`` | number of simulated devices (default: 1, or ``LOCAL_WORLD_SIZE`` under torchrun) |
+| ``ASCEND_COMPAT_SIM_FLOAT64`` | simulator float64 policy: ``error`` (default), ``strict``, ``warn``, ``allow`` |
+| ``ASCEND_COMPAT_SIM_MEMORY`` | simulated device capacity in bytes (suffixes K, M, G allowed); unset = unlimited |
+| ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
+| ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |
+| ``ASCEND_COMPAT_NO_PATCH`` | ``1``: do not activate the runtime shim at import |
+| ``ASCEND_COMPAT_LOG_LEVEL`` | logging level of the ``ascend_compat`` logger (``DEBUG`` logs each translation once per call site) |
+
+Values are read when asked for, not cached, so tests and launchers can set them just before use.
+"""
+from __future__ import annotations
+
+import os
+
+TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+
+
+def flag(name: str) -> bool:
+    """True when environment variable ``name`` is set to a true-like value (1/true/yes/on)."""
+    return os.environ.get(name, "").strip().lower() in TRUE_VALUES
+
+
+def simulate_requested() -> bool:
+    return flag("ASCEND_COMPAT_SIMULATE")
+
+
+def no_patch_requested() -> bool:
+    return flag("ASCEND_COMPAT_NO_PATCH")
+
+
+def parse_bytes(text: str) -> int:
+    """Parse ``"4096"``, ``"512M"``, ``"2G"``, ``"1.5GiB"`` into a byte count; raises ValueError."""
+    s = text.strip().upper().removesuffix("IB").removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    if s and s[-1] in scale:
+        value = float(s[:-1]) * scale[s[-1]]
+    else:
+        value = float(s)
+    if value < 0:
+        raise ValueError(f"byte count must not be negative: {text!r}")
+    return int(value)
