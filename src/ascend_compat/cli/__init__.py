@@ -65,3 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._module.main(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
