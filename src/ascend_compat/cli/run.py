@@ -29,17 +29,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _prepare(simulate: bool) -> None:
+    """Environment translation, then the backend, then the patches - in that order, before user code.
+
+    ``ASCEND_COMPAT_NO_PATCH=1`` is honoured: then only the simulator (if asked for) is installed.
+    """
+    from ascend_compat import _activation, _config
+
     if simulate:
         # Child processes that import ascend_compat (spawned DataLoader workers, helpers) simulate too.
         os.environ["ASCEND_COMPAT_SIMULATE"] = "1"
-        from ascend_compat import simulator
+    if _config.no_patch_requested():
+        if simulate:
+            from ascend_compat import simulator
 
-        simulator.install_from_env()
-    import ascend_compat
-
-    activate = getattr(ascend_compat, "activate", None)
-    if activate is not None:
-        activate()
+            simulator.install_from_env()
+        return
+    _activation.activate("simulator" if simulate else None)
 
 
 def _strip_own_frames(exc: BaseException) -> None:

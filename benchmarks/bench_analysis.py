@@ -1,0 +1,87 @@
+"""Benchmark ``ascend-compat check`` (and ``migrate --dry-run``) on a large real tree.
+
+Usage: python benchmarks/bench_analysis.py [TREE] [--jobs N] [--migrate-files N]
+TREE defaults to the installed torch package (its .py files, found without importing torch).
+Prints lines/s for: check cold (no cache), check with a cache being filled, check warm (cache hit),
+and migrate (dry run) on a sample of the files that have findings.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+
+def _torch_dir() -> str:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed; pass a TREE to benchmark")
+    return list(spec.submodule_search_locations)[0]
+
+
+def main() -> int:
+    from ascend_compat.analysis.discover import discover
+    from ascend_compat.analysis.scan import ScanOptions, scan_targets
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tree", nargs="?")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--migrate-files", type=int, default=200)
+    a = ap.parse_args()
+    tree = a.tree or _torch_dir()
+    targets, _ = discover([tree], use_gitignore=False)
+    targets = [t for t in targets if t.kind == "python"]
+    lines = 0
+    for t in targets:
+        with open(t.path, "rb") as fh:
+            lines += fh.read().count(b"\n")
+    print(f"tree: {tree}\nfiles: {len(targets)}  lines: {lines:,}  jobs: {a.jobs}  cpus: {os.cpu_count()}")
+
+    def run(label, opts):
+        t0 = time.perf_counter()
+        res = scan_targets(targets, opts, jobs=a.jobs)
+        dt = time.perf_counter() - t0
+        n = sum(len(r.findings) for r in res)
+        errs = sum(1 for r in res if r.error)
+        print(f"check {label:<14} {dt:7.2f} s  {lines / dt:>10,.0f} lines/s  ({n:,} findings, {errs} file errors)")
+        return res
+
+    res = run("cold", ScanOptions())
+    cache = tempfile.mkdtemp(prefix="ac-bench-cache-")
+    try:
+        run("cache fill", ScanOptions(cache_dir=cache))
+        run("warm (cache)", ScanOptions(cache_dir=cache))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    try:
+        from ascend_compat.analysis.migrate import migrate_source
+    except ImportError as exc:
+        print(f"migrate: skipped ({exc})")
+        return 0
+    sample = [r.path for r in res if r.findings][: a.migrate_files]
+    mlines = 0
+    t0 = time.perf_counter()
+    changed = 0
+    for p in sample:
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            src = fh.read()
+        mlines += src.count("\n")
+        try:
+            out = migrate_source(src, p)
+        except Exception:  # a benchmark reports, it does not stop
+            continue
+        changed += out.code != src
+    dt = time.perf_counter() - t0
+    if mlines:
+        print(f"migrate dry-run   {dt:7.2f} s  {mlines / dt:>10,.0f} lines/s  "
+              f"({len(sample)} files with findings, {changed} changed, 1 process)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

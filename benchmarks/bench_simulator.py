@@ -1,0 +1,98 @@
+"""Simulated NPU vs CPU: per small op, a small-MLP AdamW step, a small-CNN step (issue 2 §4).
+
+Run: ``python benchmarks/bench_simulator.py [--repeat N]``. Prints measured numbers and the targets
+(<= 20 us per small op, <= 3x CPU on the MLP step, <= 1.5x CPU on the CNN step). Single-threaded
+torch, best of several runs, so numbers are comparable across machines with noisy neighbours.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+from ascend_compat import simulator
+
+
+def _best(fn, number: int, repeat: int) -> float:
+    """Best mean seconds per call over ``repeat`` runs of ``number`` calls."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def _ops(device):
+    a = torch.randn(16, device=device)
+    b = torch.randn(16, device=device)
+    m = torch.randn(4, 4, device=device)
+    return {
+        "add": lambda: a + b,
+        "mul": lambda: a * b,
+        "relu": lambda: torch.relu(a),
+        "matmul 4x4": lambda: m @ m,
+        "add_ (in place)": lambda: a.add_(b),
+        "empty(16)": lambda: torch.empty(16, device=device),
+    }
+
+
+def _mlp_step(device):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(16, 32, device=device), torch.randint(0, 10, (16,), device=device)
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def _cnn_step(device):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(16, 3, 32, 32, device=device), torch.randint(0, 10, (16,), device=device)
+
+    def step():
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    return step
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (best is kept)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    simulator.install()
+    install_s = time.perf_counter() - t0
+    print(f"torch {torch.__version__}, simulator install {install_s * 1e3:.0f} ms, 1 thread, best of {args.repeat}")
+    print(f"{'measurement':<22}{'cpu':>12}{'npu (sim)':>12}{'ratio':>8}  target")
+    cpu_ops, npu_ops = _ops("cpu"), _ops("npu")
+    for name in cpu_ops:
+        c = _best(cpu_ops[name], 2000, args.repeat)
+        n = _best(npu_ops[name], 2000, args.repeat)
+        target = "<= 20 us" if name in ("add", "mul", "relu", "matmul 4x4") else ""
+        ok = "" if not target else ("ok" if n * 1e6 <= 20 else "MISSED")
+        print(f"{name:<22}{c * 1e6:>9.1f} us{n * 1e6:>9.1f} us{n / c:>7.1f}x  {target} {ok}")
+    for name, make, number, limit in (("MLP AdamW step", _mlp_step, 100, 3.0), ("CNN AdamW step", _cnn_step, 10, 1.5)):
+        c = _best(make("cpu"), number, args.repeat)
+        n = _best(make("npu"), number, args.repeat)
+        ok = "ok" if n / c <= limit else "MISSED"
+        print(f"{name:<22}{c * 1e3:>9.2f} ms{n * 1e3:>9.2f} ms{n / c:>7.2f}x  <= {limit}x {ok}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

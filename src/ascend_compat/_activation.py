@@ -1,0 +1,95 @@
+"""The one decision made when ``ascend_compat`` is imported, and the activate/deactivate doors.
+
+At import (:func:`at_import`):
+
+1. ``ASCEND_COMPAT_NO_PATCH=1``: no shim (the simulator is still installed if
+   ``ASCEND_COMPAT_SIMULATE=1`` asks for it);
+2. otherwise, if an NPU backend is present or requested (the simulator, or an installed
+   ``torch_npu``): translate the environment (before the backend initialises), install/import the
+   backend, apply the patches;
+3. otherwise change nothing and say so at DEBUG only.
+"""
+from __future__ import annotations
+
+import threading
+
+from ascend_compat import _config
+from ascend_compat._log import get_logger
+
+log = get_logger("activation")
+_LOCK = threading.RLock()
+
+
+def decide() -> str | None:
+    """Which backend the shim would translate to now: ``"simulator"``, ``"torch_npu"`` or None."""
+    from ascend_compat import backend
+
+    if _config.simulate_requested() or backend.simulator_installed():
+        return "simulator"
+    if backend.torch_npu_installed():
+        return "torch_npu"
+    return None
+
+
+def at_import() -> None:
+    if _config.no_patch_requested():
+        log.debug("ASCEND_COMPAT_NO_PATCH is set: shim not activated")
+        if _config.simulate_requested():
+            from ascend_compat import simulator
+
+            simulator.install_from_env()
+        return
+    choice = decide()
+    if choice is None:
+        log.debug("no NPU backend (neither torch_npu nor the simulator): nothing changed")
+        return
+    activate(choice)
+
+
+def activate(backend_name: str | None = None) -> bool:
+    """Activate the shim; True if this call activated it, False if it already was active.
+
+    Raises RuntimeError (saying what to do) when there is no NPU backend to translate to.
+    """
+    from ascend_compat import cuda_shim
+    from ascend_compat.cuda_shim import registry
+    from ascend_compat.cuda_shim.patches.env import EnvTranslation
+
+    with _LOCK:
+        if cuda_shim.is_active():
+            return False
+        choice = backend_name or decide()
+        if choice is None:
+            raise RuntimeError(
+                "ascend-compat: no NPU backend to translate CUDA calls to. Install torch_npu on an Ascend "
+                "machine, or use the simulated NPU: `ascend-compat run --simulate script.py` or "
+                "ASCEND_COMPAT_SIMULATE=1."
+            )
+        registry.apply_all([EnvTranslation()])  # before the backend reads its variables
+        try:
+            _install_backend(choice)
+            cuda_shim.apply(choice)
+        except BaseException:
+            registry.revert_all()
+            raise
+        return True
+
+
+def _install_backend(choice: str) -> None:
+    if choice == "simulator":
+        from ascend_compat import simulator
+
+        if not simulator.is_installed():
+            simulator.install_from_env()
+    elif choice == "torch_npu":
+        import torch_npu  # noqa: F401 - registers the npu device
+    else:
+        raise ValueError(f"unknown backend {choice!r}")
+
+
+def deactivate() -> int:
+    """Undo the shim (every patched object restored by identity); returns #changes reverted."""
+    from ascend_compat import cuda_shim
+
+    with _LOCK:
+        return cuda_shim.revert()

@@ -1,0 +1,221 @@
+"""Find the files ``check``/``migrate`` analyse: files, directory trees, notebooks, build files.
+
+Directories are walked recursively in sorted order. Excluded: ``.gitignore`` patterns found in the
+tree (each applying below its own directory, with ``!`` negation, ``/`` anchoring, ``**`` and
+trailing ``/`` for directories), ``--exclude`` patterns (same syntax, relative to each given
+directory), VCS/cache directories and virtualenvs (a directory holding ``pyvenv.cfg``).
+Files given explicitly are never excluded. Directory symlinks are followed once; a symlink that
+leads back into its own ancestry is reported as a loop, broken symlinks as unreadable; the walk
+never stops on such errors.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".mypy_cache",
+                       ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".eggs"})
+CPP_EXT = (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh")
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str
+    kind: str  # python / notebook / cuda-source / cmake / cpp
+
+
+def kind_of(name: str, explicit: bool = False) -> Optional[str]:
+    """File kind from its name (None = not analysed). Explicit files without a known suffix are Python."""
+    low = name.lower()
+    base = os.path.basename(low)
+    if low.endswith(".py"):
+        return "python"
+    if low.endswith(".ipynb"):
+        return "notebook"
+    if low.endswith((".cu", ".cuh")):
+        return "cuda-source"
+    if base == "cmakelists.txt" or low.endswith(".cmake"):
+        return "cmake"
+    if low.endswith(CPP_EXT):
+        return "cpp"
+    return "python" if explicit else None
+
+
+def _translate(pattern: str) -> str:
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1:j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+class IgnoreRules:
+    """Ordered gitignore-style rules; the last matching rule wins."""
+
+    def __init__(self, rules: Sequence[Tuple[str, "re.Pattern[str]", bool, bool]] = ()):
+        self.rules = list(rules)
+
+    def extended(self, base: str, lines: Iterable[str]) -> "IgnoreRules":
+        """A copy with the patterns in ``lines`` added, relative to directory ``base``."""
+        new = list(self.rules)
+        for raw in lines:
+            line = raw.rstrip("\n").rstrip("\r")
+            if not line.strip() or line.startswith("#"):
+                continue
+            line = line.rstrip(" ") if not line.endswith("\\ ") else line
+            negate = line.startswith("!")
+            if negate:
+                line = line[1:]
+            elif line.startswith("\\!") or line.startswith("\\#"):
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            if not line:
+                continue
+            anchored = "/" in line
+            line = line.lstrip("/")
+            rx = _translate(line)
+            if not anchored:
+                rx = "(?:.*/)?" + rx
+            new.append((base, re.compile(rx + r"\Z", re.S), negate, dir_only))
+        return IgnoreRules(new)
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        result = False
+        for base, rx, negate, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            if base:
+                if not path.startswith(base + os.sep):
+                    continue
+                rel = path[len(base) + 1:]
+            else:
+                rel = path
+            rel = rel.replace(os.sep, "/")
+            if rx.match(rel):
+                result = not negate
+        return result
+
+
+def _read_gitignore(directory: str) -> Optional[List[str]]:
+    try:
+        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            return fh.read().splitlines()
+    except OSError:
+        return None
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: bool = True
+             ) -> Tuple[List[Target], List[Tuple[str, str, str]]]:
+    """Targets to analyse and problems met: ``(path, error_kind, message)`` per unusable path."""
+    targets: List[Target] = []
+    problems: List[Tuple[str, str, str]] = []
+    seen_files = set()
+    for root in paths:
+        if not os.path.lexists(root):
+            problems.append((root, "missing", "no such file or directory"))
+            continue
+        if not os.path.exists(root):
+            problems.append((root, "unreadable", "broken symbolic link"))
+            continue
+        if not os.path.isdir(root):
+            real = os.path.realpath(root)
+            if real not in seen_files:
+                seen_files.add(real)
+                targets.append(Target(root, kind_of(root, explicit=True) or "python"))
+            continue
+        rules = IgnoreRules().extended(root, exclude) if exclude else IgnoreRules()
+        _walk(root, rules, use_gitignore, targets, problems, seen_files)
+    return targets, problems
+
+
+def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        problems.append((root, "unreadable", exc.strerror or str(exc)))
+        return
+    stack = [(root, rules, ((st.st_dev, st.st_ino),))]
+    while stack:
+        directory, rules, ancestry = stack.pop()
+        if use_gitignore:
+            lines = _read_gitignore(directory)
+            if lines:
+                rules = rules.extended(directory, lines)
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append((directory, "unreadable", exc.strerror or str(exc)))
+            continue
+        subdirs = []
+        for e in entries:
+            path = e.path
+            try:
+                is_dir = e.is_dir()  # follows symlinks
+            except OSError:
+                is_dir = False
+            if e.is_symlink() and not os.path.exists(path):
+                if kind_of(e.name):
+                    problems.append((path, "unreadable", "broken symbolic link"))
+                continue
+            if is_dir:
+                if e.name in SKIP_DIRS or rules.ignored(path, True):
+                    continue
+                if os.path.exists(os.path.join(path, "pyvenv.cfg")):
+                    continue
+                try:
+                    sst = os.stat(path)
+                except OSError as exc:
+                    problems.append((path, "unreadable", exc.strerror or str(exc)))
+                    continue
+                key = (sst.st_dev, sst.st_ino)
+                if key in ancestry:
+                    problems.append((path, "symlink-loop",
+                                     f"symbolic link loop: leads back to {os.path.realpath(path)}"))
+                    continue
+                subdirs.append((path, rules, ancestry + (key,)))
+                continue
+            kind = kind_of(e.name)
+            if kind is None or rules.ignored(path, False):
+                continue
+            real = os.path.realpath(path)
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            targets.append(Target(path, kind))
+        stack.extend(reversed(subdirs))

@@ -1,0 +1,57 @@
+"""The records ``check`` produces: one :class:`Finding` per CUDA reference, one :class:`FileResult` per file.
+
+Positions: ``line``/``end_line`` are 1-based; ``col``/``end_col`` are 1-based character columns.
+In notebooks ``cell`` is the 1-based index of the cell in the notebook and lines count within it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    rule: str
+    category: str
+    handling: str
+    message: str
+    suggestion: str
+    cell: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        if d["cell"] is None:
+            del d["cell"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+@dataclass
+class FileResult:
+    path: str
+    kind: str  # python / notebook / cuda-source / cmake / cpp
+    lines: int = 0
+    findings: List[Finding] = field(default_factory=list)
+    #: why the file could not be analysed (parse error, undecodable, too large, unreadable, symlink loop)
+    error: Optional[str] = None
+    error_kind: Optional[str] = None
+    suppressed: int = 0
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "kind": self.kind, "lines": self.lines,
+                "findings": [f.to_dict() for f in self.findings], "error": self.error,
+                "error_kind": self.error_kind, "suppressed": self.suppressed}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FileResult":
+        return cls(path=d["path"], kind=d["kind"], lines=d["lines"],
+                   findings=[Finding.from_dict(f) for f in d["findings"]], error=d.get("error"),
+                   error_kind=d.get("error_kind"), suppressed=d.get("suppressed", 0))

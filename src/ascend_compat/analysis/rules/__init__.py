@@ -1,0 +1,1 @@
+"""Rule tables (data) and the visitors that apply them."""

@@ -1,0 +1,102 @@
+"""NPU status of ``torch.cuda`` names, read from the generated table in :mod:`ascend_compat.data`.
+
+The table itself is generated data (``ascend_compat.data.cuda_api_map(torch_npu_version)``); this
+module only adapts it to what the scanner needs and adds the semantic notes that are not in any
+table (which rule a name belongs to). If the data module is missing, every name is treated as
+mapped by the shim with an explicit "status unknown" note, so ``check`` still works.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional
+
+from ascend_compat.analysis.rules.catalog import AUTO, MANUAL, PARTIAL
+
+
+class ApiStatus(NamedTuple):
+    rule: str
+    handling: str
+    npu_name: Optional[str]  # e.g. "torch.npu.synchronize"; None = no counterpart
+    note: str
+
+
+# Semantic groups (hand-written knowledge: these decide the rule, not whether torch_npu has the name).
+_AMP = {"amp"}
+_GRAPHS = {"CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",
+           "is_current_stream_capturing"}
+_CAPABILITY = {"get_device_capability", "get_device_properties", "get_arch_list", "get_gencode_flags"}
+_LEGACY_TYPES = {f"{k}Tensor" for k in ("Bool", "Byte", "Char", "Double", "Float", "Half", "Int",
+                                         "Long", "Short", "BFloat16")}
+#: renamed on NPU (torch_npu.md §2)
+_RENAMED = {"CUDAGraph": "NPUGraph", "CUDAPluggableAllocator": "NPUPluggableAllocator",
+            "cudart": "npurt", "nvtx": "mstx"}
+
+
+def _load_table(version: Optional[str]):
+    try:
+        from ascend_compat import data
+        return data.cuda_api_map(version)
+    except (ImportError, AttributeError, FileNotFoundError, KeyError, ValueError, OSError):
+        return None
+
+
+def _entry(table, name: str):
+    """(known, torch.npu name or None, note) for a dotted torch.cuda name."""
+    if table is None:
+        return False, None, ""
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        key = ".".join(parts[:n])
+        row = table.get(key)
+        if row is None:
+            continue
+        if row.get("status") == "unsupported" or not row.get("npu_name"):
+            return True, None, row.get("note") or ""
+        rest = ".".join(parts[n:])
+        return True, "torch.npu." + row["npu_name"] + ("." + rest if rest else ""), row.get("note") or ""
+    # not in torch.cuda's public API of the tabled version: private, misspelt, or newer than the table
+    return True, None, "not a public torch.cuda name in torch_npu's API table for this version"
+
+
+@functools.lru_cache(maxsize=8)
+def _table(version: Optional[str]):
+    return _load_table(version)
+
+
+def status(name: str, version: Optional[str] = None) -> ApiStatus:
+    """Status of ``torch.cuda.<name>`` (``name`` may be dotted: ``amp.autocast``, ``nvtx.range``)."""
+    head = name.split(".", 1)[0]
+    known, npu, note = _entry(_table(version), name)
+    if not known:
+        npu = "torch.npu." + _RENAMED.get(head, head) + name[len(head):]
+        note = "NPU status not verified (ascend_compat.data.cuda_api_map unavailable)"
+    if head in _AMP:
+        return ApiStatus("cuda-amp", AUTO if npu else MANUAL, npu, note)
+    if head in _GRAPHS:
+        return ApiStatus("cuda-graph", PARTIAL if npu else MANUAL, npu,
+                         note or "NPUGraph supports inference capture only")
+    if head in _CAPABILITY:
+        return ApiStatus("device-capability", PARTIAL if npu else MANUAL, npu, note)
+    if head == "DoubleTensor":
+        return ApiStatus("float64", PARTIAL, npu,
+                         "float64 tensors on NPU: the shim's policy turns them into float32")
+    if head in _LEGACY_TYPES:
+        return ApiStatus("legacy-tensor-type", AUTO if npu else MANUAL, npu, note)
+    if head == "nvtx":
+        return ApiStatus("torch-cuda-api", PARTIAL, npu or "torch.npu.mstx",
+                         note or "NVTX ranges map to mstx markers; NVIDIA profilers do not see them")
+    if npu is None:
+        return ApiStatus("torch-cuda-api", MANUAL, None,
+                         note or "torch_npu has no counterpart; the shim raises an error naming it")
+    return ApiStatus("torch-cuda-api", AUTO, npu, note)
+
+
+def has_npu_counterpart(name: str, version: Optional[str] = None) -> Optional[str]:
+    """The ``torch.npu`` form of ``torch.cuda.<name>`` when torch_npu has it, else None.
+
+    Used by migrate: a rewrite happens only when the table confirms the name (unknown = no rewrite).
+    """
+    st = status(name, version)
+    if st.npu_name is None or st.note.startswith("NPU status not verified"):
+        return None
+    return st.npu_name

@@ -1,0 +1,717 @@
+"""The scope-aware syntax-tree visitor that finds CUDA references in Python code.
+
+It resolves imports and aliases per scope (``import torch.cuda as tc``, ``from torch import cuda``,
+``from torch.cuda.amp import autocast``, ``cudnn = torch.backends.cudnn``) and reports strings
+only where they are *used* as devices or backends: arguments of device-taking APIs, ``device=``
+keywords, values assigned to device-named variables or to variables later used as devices,
+comparisons with device expressions. Comments, docstrings, log/help/error messages and identifiers
+such as ``use_cuda`` are never reported, because only those syntactic positions are looked at.
+
+One :class:`PyAnalyzer` handles one file (or one notebook: cells share the module scope); it can
+be fed several syntax trees of the same file (the scanner parses only the statements that matter).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterable, List, Optional, Set, Tuple
+
+from ascend_compat.analysis.findings import Finding
+from ascend_compat.analysis.rules import environment, libraries
+from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.analysis.rules.qualnames import classify, is_interesting
+
+DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
+DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
+BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
+_DEVICE_NAME = re.compile(r"(?:^|_)(?:device|devices|dev|map_location|device_type|accelerator)(?:$|_)", re.I)
+_BACKEND_NAME = re.compile(r"backend", re.I)
+
+#: calls whose first positional argument is a device (int allowed where torch accepts an ordinal)
+DEVICE_FIRST_ARG = {
+    "torch.device", "torch.set_default_device", "torch.get_device_module", "torch.Generator",
+    "torch.Stream", "torch.Event", "torch.cuda.set_device", "torch.cuda.device", "torch.npu.set_device",
+    "torch.accelerator.set_device_index", "torch.is_autocast_enabled", "torch.get_autocast_dtype",
+    "torch.set_autocast_enabled", "torch.get_autocast_gpu_dtype",
+}
+AMP_FIRST_ARG = {"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler",
+                 "torch.amp.autocast_mode.autocast", "torch.amp.grad_scaler.GradScaler",
+                 "torch.cpu.amp.autocast"}
+DEVICE_KW = {"device", "device_type", "map_location", "output_device", "pin_memory_device",
+             "device_id", "devices", "device_ids", "accelerator"}
+INT_DEVICE_KW = {"device"}
+BACKEND_CALLS = {"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
+                 "init_device_mesh"}
+ENV_GETTERS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
+               "os.environ.pop", "os.environ.__getitem__", "os.environ.__setitem__"}
+_IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
+
+
+class _Scope:
+    __slots__ = ("aliases", "idx", "ancestors", "kind")
+
+    def __init__(self, idx: int, ancestors: Tuple[int, ...], kind: str):
+        self.aliases: Dict[str, Optional[str]] = {}
+        self.idx = idx
+        self.ancestors = ancestors
+        self.kind = kind
+
+
+def _is_device_name(name: str) -> bool:
+    return bool(_DEVICE_NAME.search(name))
+
+
+def _const_str(node) -> Optional[str]:
+    if type(node) is ast.Constant and type(node.value) is str:
+        return node.value
+    return None
+
+
+def suppressions(text: str) -> Dict[int, Optional[Set[str]]]:
+    """line -> rules suppressed on that line (None = all), from ``# ascend-compat: ignore[...]``."""
+    out: Dict[int, Optional[Set[str]]] = {}
+    if "ascend-compat:" not in text:
+        return out
+    for i, line in enumerate(text.splitlines(), 1):
+        m = _IGNORE.search(line)
+        if m:
+            out[i] = None if m.group(1) is None else {r.strip() for r in m.group(1).split(",") if r.strip()}
+    return out
+
+
+class PyAnalyzer:
+    """Collects findings for one Python source; call :meth:`feed` per tree, then :meth:`finish`."""
+
+    def __init__(self, path: str, text: str, torch_npu_version: Optional[str] = None,
+                 cell: Optional[int] = None):
+        self.path = path
+        self.text = text
+        self.version = torch_npu_version
+        self.cell = cell
+        self._lines: Optional[List[str]] = None
+        self.findings: List[Finding] = []
+        self._cell_texts: Dict[Optional[int], str] = {cell: text}
+        self._seen: Set[tuple] = set()
+        self.scopes: List[_Scope] = []
+        self._n_scopes = 0
+        self._anc: Dict[int, Tuple[int, ...]] = {}
+        self.module = self._push("module")
+        self.module.aliases["torch"] = "torch"  # unless rebound: snippets and notebooks use it bare
+        # deferred decisions: (kind, scope idx, name) -> nodes ; kind in {"device", "backend"}
+        self.candidates: Dict[Tuple[str, int, str], List[ast.AST]] = {}
+        self.uses: Dict[Tuple[str, str], Set[int]] = {}
+        self.attr_candidates: Dict[Tuple[str, str], List[ast.AST]] = {}
+        self.attr_uses: Set[Tuple[str, str]] = set()
+        self._dispatch = {
+            ast.Import: self._import, ast.ImportFrom: self._import_from,
+            ast.FunctionDef: self._function, ast.AsyncFunctionDef: self._function,
+            ast.Lambda: self._lambda, ast.ClassDef: self._class,
+            ast.Assign: self._assign, ast.AnnAssign: self._assign,
+            ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
+            ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
+            ast.Constant: self._noop, ast.Return: self._return,
+        }
+        self._function_names: List[str] = []
+
+    # ------------------------------------------------------------------ plumbing
+    def feed(self, tree: ast.AST) -> None:
+        """Visit one parsed tree (a whole module or some of its top-level statements)."""
+        for stmt in getattr(tree, "body", ()):
+            self.visit(stmt)
+
+    def set_cell(self, cell: Optional[int], text: str) -> None:
+        """Notebooks: the following trees come from this cell (positions count within it)."""
+        self.cell, self.text, self._lines = cell, text, None
+        self._cell_texts[cell] = text
+
+    def _in_cell(self, cell: Optional[int]) -> None:
+        if cell != self.cell:
+            self.cell, self.text, self._lines = cell, self._cell_texts[cell], None
+
+    def visit(self, node) -> None:
+        fn = self._dispatch.get(type(node))
+        if fn is not None:
+            fn(node)
+        else:
+            for child in ast.iter_child_nodes(node):
+                self.visit(child)
+
+    def _visit_all(self, nodes: Iterable) -> None:
+        for n in nodes:
+            if n is not None:
+                self.visit(n)
+
+    def _noop(self, node) -> None:
+        pass
+
+    def _push(self, kind: str) -> _Scope:
+        anc = (self.scopes[-1].ancestors + (self.scopes[-1].idx,)) if self.scopes else ()
+        s = _Scope(self._n_scopes, anc, kind)
+        self._anc[s.idx] = anc
+        self._n_scopes += 1
+        self.scopes.append(s)
+        return s
+
+    def _pop(self) -> None:
+        self.scopes.pop()
+
+    def _lookup(self, name: str) -> Optional[str]:
+        for scope in reversed(self.scopes):
+            if scope.kind == "class" and scope is not self.scopes[-1]:
+                continue
+            if name in scope.aliases:
+                return scope.aliases[name]
+        return None
+
+    def _bind(self, name: str, qual: Optional[str]) -> None:
+        self.scopes[-1].aliases[name] = qual
+
+    def qual(self, node) -> Optional[str]:
+        """Fully qualified name of a Name/Attribute chain rooted in an import, else None."""
+        attrs = []
+        while type(node) is ast.Attribute:
+            attrs.append(node.attr)
+            node = node.value
+        if type(node) is not ast.Name:
+            return None
+        base = self._lookup(node.id)
+        if base is None:
+            return None
+        if attrs:
+            attrs.reverse()
+            return base + "." + ".".join(attrs)
+        return base
+
+    def _col(self, line: int, col_offset: int) -> int:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        if 0 < line <= len(self._lines):
+            s = self._lines[line - 1]
+            if not s.isascii():
+                return len(s.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
+        return col_offset + 1
+
+    def report(self, node, rule: str, message: str, suggestion: Optional[str] = None,
+               handling: Optional[str] = None) -> None:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        key = (self.cell, line, col, rule)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        r = RULES[rule]
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        self.findings.append(Finding(
+            path=self.path, line=line, col=self._col(line, col), end_line=end_line,
+            end_col=self._col(end_line, end_col) if end_col is not None else self._col(line, col),
+            rule=rule, category=r.category, handling=handling or r.handling, message=message,
+            suggestion=suggestion or r.suggestion, cell=self.cell))
+
+    # ------------------------------------------------------------------ imports and scopes
+    def _import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self._library(node, a.name)
+            if a.asname:
+                self._bind(a.asname, a.name)
+            else:
+                top = a.name.split(".", 1)[0]
+                self._bind(top, top)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            for a in node.names:
+                self._bind(a.asname or a.name, None)
+            return
+        mod = node.module
+        reported = self._library(node, mod, names=[a.name for a in node.names])
+        for a in node.names:
+            if a.name == "*":
+                continue
+            q = f"{mod}.{a.name}"
+            if not reported and "." not in mod:
+                self._library(node, q)
+            self._bind(a.asname or a.name, q)
+
+    def _library(self, node, module: str, names=()) -> bool:
+        hit = libraries.lookup(module)
+        if hit is None:
+            for n in names:
+                hit = libraries.lookup(f"{module}.{n}")
+                if hit is not None:
+                    break
+        if hit is None:
+            return False
+        key, lib = hit
+        self.report(node, "cuda-library", f"import of {key}: {lib.what} (CUDA only)",
+                    f"use {lib.replacement}", handling=lib.handling)
+        return True
+
+    def _params(self, args: ast.arguments) -> List[ast.arg]:
+        ps = list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs)
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                ps.append(extra)
+        return ps
+
+    def _function(self, node) -> None:
+        self._visit_all(node.decorator_list)
+        a = node.args
+        positional = list(getattr(a, "posonlyargs", [])) + list(a.args)
+        defaults = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+        defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        self._visit_all(d for _, d in defaults)
+        if node.returns is not None:
+            self.visit(node.returns)
+        self._bind(node.name, None)
+        scope = self._push("function")
+        for p in self._params(a):
+            self._bind(p.arg, None)
+        for p, d in defaults:
+            self._candidate(p.arg, d)
+        self._function_names.append(node.name)
+        self._visit_all(node.body)
+        self._function_names.pop()
+        self._pop()
+        del scope
+
+    def _lambda(self, node: ast.Lambda) -> None:
+        self._visit_all(node.args.defaults)
+        self._push("function")
+        for p in self._params(node.args):
+            self._bind(p.arg, None)
+        self.visit(node.body)
+        self._pop()
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self._visit_all(node.decorator_list)
+        self._visit_all(node.bases)
+        self._visit_all(k.value for k in node.keywords)
+        self._bind(node.name, None)
+        self._push("class")
+        self._function_names.append("")
+        self._visit_all(node.body)
+        self._function_names.pop()
+        self._pop()
+
+    # ------------------------------------------------------------------ assignments
+    def _assign(self, node) -> None:
+        value = node.value
+        if value is not None:
+            self.visit(value)
+        targets = node.targets if type(node) is ast.Assign else [node.target]
+        for t in targets:
+            if type(node) is ast.AnnAssign and node.annotation is not None:
+                self.visit(node.annotation)
+            if type(t) is ast.Name:
+                q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
+                self._bind(t.id, q if q and is_interesting(q) else None)
+                if value is not None:
+                    self._candidate(t.id, value)
+            elif type(t) is ast.Attribute:
+                self.visit(t)
+                if value is not None:
+                    self._attr_candidate(t.attr, value)
+            elif type(t) in (ast.Tuple, ast.List):
+                for el in t.elts:
+                    if type(el) is ast.Name:
+                        self._bind(el.id, None)
+                    else:
+                        self.visit(el)
+            else:
+                self.visit(t)
+
+    def _device_nodes(self, expr) -> List[ast.AST]:
+        """Sub-expressions of ``expr`` that are CUDA device strings if ``expr`` is a device."""
+        t = type(expr)
+        s = _const_str(expr)
+        if s is not None:
+            return [expr] if DEVICE_STR.match(s) else []
+        if t is ast.JoinedStr:
+            first = expr.values[0] if expr.values else None
+            fs = _const_str(first) if first is not None else None
+            return [expr] if fs is not None and DEVICE_PREFIX.match(fs) else []
+        if t is ast.Call and type(expr.func) is ast.Attribute and expr.func.attr == "format":
+            fs = _const_str(expr.func.value)
+            return [expr] if fs is not None and DEVICE_PREFIX.match(fs) else []
+        if t is ast.BinOp and type(expr.op) in (ast.Mod, ast.Add):
+            fs = _const_str(expr.left)
+            return [expr] if fs is not None and DEVICE_PREFIX.match(fs) else []
+        if t is ast.IfExp:
+            return self._device_nodes(expr.body) + self._device_nodes(expr.orelse)
+        if t is ast.BoolOp:
+            return [n for v in expr.values for n in self._device_nodes(v)]
+        if t in (ast.List, ast.Tuple):
+            return [n for v in expr.elts for n in self._device_nodes(v)]
+        return []
+
+    def _backend_nodes(self, expr) -> List[ast.AST]:
+        s = _const_str(expr)
+        if s is not None:
+            return [expr] if BACKEND_STR.match(s) else []
+        if type(expr) is ast.IfExp:
+            return self._backend_nodes(expr.body) + self._backend_nodes(expr.orelse)
+        if type(expr) is ast.BoolOp:
+            return [n for v in expr.values for n in self._backend_nodes(v)]
+        return []
+
+    def _candidate(self, name: str, value) -> None:
+        nodes = self._device_nodes(value)
+        if nodes:
+            if _is_device_name(name):
+                self._report_devices(nodes)
+            else:
+                self.candidates.setdefault(("device", self.scopes[-1].idx, name), []).extend(
+                    (n, self.cell) for n in nodes)
+        bnodes = self._backend_nodes(value)
+        if bnodes:
+            if _BACKEND_NAME.search(name):
+                self._report_backends(bnodes)
+            else:
+                self.candidates.setdefault(("backend", self.scopes[-1].idx, name), []).extend(
+                    (n, self.cell) for n in bnodes)
+
+    def _attr_candidate(self, attr: str, value) -> None:
+        nodes = self._device_nodes(value)
+        if nodes:
+            if _is_device_name(attr):
+                self._report_devices(nodes)
+            else:
+                self.attr_candidates.setdefault(("device", attr), []).extend((n, self.cell) for n in nodes)
+        bnodes = self._backend_nodes(value)
+        if bnodes:
+            if _BACKEND_NAME.search(attr):
+                self._report_backends(bnodes)
+            else:
+                self.attr_candidates.setdefault(("backend", attr), []).extend((n, self.cell) for n in bnodes)
+
+    def _return(self, node: ast.Return) -> None:
+        if node.value is None:
+            return
+        self.visit(node.value)
+        fname = self._function_names[-1] if self._function_names else ""
+        if fname and _is_device_name(fname):
+            self._report_devices(self._device_nodes(node.value))
+
+    # ------------------------------------------------------------------ devices and backends
+    def _report_devices(self, nodes, rule: str = "device-string") -> None:
+        for n in nodes:
+            s = _const_str(n)
+            if s is not None:
+                npu = "npu" + s[4:]
+                msg = f'"{s}" used as a device'
+            else:
+                src = ast.get_source_segment(self.text, n) if getattr(n, "end_lineno", None) else None
+                s = src or "cuda:<N>"
+                npu = s.replace("cuda", "npu", 1)
+                msg = f"CUDA device string built at run time ({s if len(s) < 40 else 'cuda:...'})"
+            if rule == "cuda-amp":
+                msg += " (autocast / GradScaler device type)"
+            if _const_str(n) is not None:
+                npu = f'"{npu}"'
+            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else 'use "npu:<N>"')
+
+    def _report_backends(self, nodes) -> None:
+        for n in nodes:
+            s = _const_str(n) or "nccl"
+            self.report(n, "nccl-backend", f'"{s}" used as a distributed backend',
+                        f'use "{s.replace("nccl", "hccl")}"')
+
+    def _device_arg(self, expr, allow_int: bool = False, rule: str = "device-string") -> None:
+        """``expr`` is used as a device."""
+        t = type(expr)
+        if t is ast.Constant:
+            v = expr.value
+            if allow_int and type(v) is int:
+                self.report(expr, "int-device", f"integer device ordinal {v}",
+                            f'use torch.device("npu", {v})')
+                return
+        if t is ast.Name:
+            self._use("device", expr.id)
+            return
+        if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
+            if self.qual(expr) is None:
+                self.attr_uses.add(("device", expr.attr))
+            return
+        if t is ast.Dict:
+            for k in expr.keys:
+                if k is not None:
+                    self._device_arg(k)
+            for v in expr.values:
+                self._device_arg(v)
+            return
+        if t in (ast.List, ast.Tuple):
+            for el in expr.elts:
+                self._device_arg(el, allow_int=False, rule=rule)
+            return
+        if t is ast.IfExp:
+            self._device_arg(expr.body, allow_int, rule)
+            self._device_arg(expr.orelse, allow_int, rule)
+            return
+        self._report_devices(self._device_nodes(expr), rule)
+
+    def _backend_arg(self, expr) -> None:
+        if type(expr) is ast.Name:
+            self._use("backend", expr.id)
+        elif type(expr) is ast.Attribute and self.qual(expr) is None:
+            self.attr_uses.add(("backend", expr.attr))
+        else:
+            self._report_backends(self._backend_nodes(expr))
+
+    def _use(self, kind: str, name: str) -> None:
+        self.uses.setdefault((kind, name), set()).add(self.scopes[-1].idx)
+
+    def _is_device_expr(self, e) -> bool:
+        t = type(e)
+        if t is ast.Name:
+            return _is_device_name(e.id)
+        if t is ast.Attribute:
+            return e.attr in ("type", "device", "device_type") or _is_device_name(e.attr)
+        if t is ast.Call and type(e.func) is ast.Name and e.func.id in ("str", "repr") and e.args:
+            return self._is_device_expr(e.args[0])
+        if t is ast.Call and type(e.func) is ast.Attribute and e.func.attr in ("lower", "strip"):
+            return self._is_device_expr(e.func.value)
+        return False
+
+    def _is_backend_expr(self, e) -> bool:
+        t = type(e)
+        if t is ast.Name:
+            return bool(_BACKEND_NAME.search(e.id))
+        if t is ast.Attribute:
+            return bool(_BACKEND_NAME.search(e.attr))
+        if t is ast.Call:
+            f = e.func
+            name = f.attr if type(f) is ast.Attribute else f.id if type(f) is ast.Name else ""
+            if name == "get_backend":
+                return True
+            if name in ("str", "lower") :
+                return bool(e.args) and self._is_backend_expr(e.args[0]) if name == "str" \
+                    else self._is_backend_expr(f.value)
+        return False
+
+    # ------------------------------------------------------------------ node handlers
+    def _compare(self, node: ast.Compare) -> None:
+        operands = [node.left] + list(node.comparators)
+        if any(self._is_device_expr(o) for o in operands):
+            for o in operands:
+                elts = o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]
+                for el in elts:
+                    s = _const_str(el)
+                    if s is not None and DEVICE_PREFIX.match(s):
+                        self.report(el, "device-compare", f'device compared with "{s}"',
+                                    f'compare with "{"npu" + s[4:]}"')
+        if any(self._is_backend_expr(o) for o in operands):
+            for o in operands:
+                elts = o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]
+                for el in elts:
+                    s = _const_str(el)
+                    if s is not None and BACKEND_STR.match(s):
+                        self.report(el, "nccl-backend", f'distributed backend compared with "{s}"',
+                                    'compare with "hccl" too (or use the shim, which keeps this working)')
+        for o in operands:
+            s = _const_str(o)
+            if s is not None:
+                self._env_key(o)
+            else:
+                self.visit(o)
+
+    def _env_key(self, node) -> None:
+        s = _const_str(node)
+        if s is None or not (s.startswith("CUDA") or "NCCL" in s or s.startswith("PYTORCH_CUDA")):
+            return
+        row = environment.lookup(s)
+        if row is None:
+            return
+        rule, handling, repl, note = row
+        msg = f"environment variable {s}" + (f": {note}" if note else "")
+        self.report(node, rule, msg, f"use {repl}" if repl else RULES[rule].suggestion, handling=handling)
+
+    def _subscript(self, node: ast.Subscript) -> None:
+        self.visit(node.value)
+        sl = node.slice
+        if type(sl) is ast.Constant:
+            self._env_key(sl)
+        else:
+            self.visit(sl)
+
+    def _dict(self, node: ast.Dict) -> None:
+        for k, v in zip(node.keys, node.values):
+            ks = _const_str(k) if k is not None else None
+            if ks is not None:
+                self._env_key(k)
+                if ks == "nvcc":
+                    r = RULES["cuda-extension"]
+                    self.report(k, "cuda-extension", "nvcc compile flags: " + r.explanation, r.suggestion)
+                if _is_device_name(ks):
+                    self._device_arg(v)
+                elif _BACKEND_NAME.search(ks):
+                    self._backend_arg(v)
+            elif k is not None:
+                self.visit(k)
+            self.visit(v)
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        q = self.qual(node)
+        if q is not None:
+            c = classify(q, self.version)
+            if c is not None:
+                rule, handling, msg, sugg = c
+                self.report(node, rule, msg, sugg, handling)
+                return
+            return  # a resolved chain of plain names: nothing inside to visit
+        if node.attr == "is_cuda":
+            r = RULES["is-cuda"]
+            self.report(node, "is-cuda", ".is_cuda is False for NPU tensors without the shim", r.suggestion)
+        self.visit(node.value)
+
+    def _name(self, node: ast.Name) -> None:
+        q = self._lookup(node.id)
+        if q is not None and q != node.id:
+            c = classify(q, self.version)
+            if c is not None:
+                rule, handling, msg, sugg = c
+                self.report(node, rule, f"{msg} (imported as {node.id})", sugg, handling)
+
+    def _call(self, node: ast.Call) -> None:
+        func = node.func
+        q = self.qual(func) if type(func) in (ast.Attribute, ast.Name) else None
+        attr = func.attr if type(func) is ast.Attribute else None
+        args, kws = node.args, node.keywords
+        if attr == "cuda" and (q is None or q == "torch.Tensor.cuda" or q == "torch.nn.Module.cuda"):
+            self.report(node, "cuda-method", ".cuda() moves to the CUDA device",
+                        ".npu()" if not args and not kws else "use .npu(...) with the same arguments")
+        elif attr == "double" and not args and not kws and q is None:
+            r = RULES["float64"]
+            self.report(node, "float64", ".double() converts to float64: " + r.explanation,
+                        "use .float() on the NPU")
+        elif attr == "type" and args and q is None:
+            s = _const_str(args[0])
+            if s is not None and s.startswith("torch.cuda.") and s.endswith("Tensor"):
+                if s == "torch.cuda.DoubleTensor":
+                    self.report(node, "float64", f'.type("{s}"): float64 on the NPU',
+                                'use .to("npu", torch.float32)')
+                else:
+                    self.report(node, "legacy-tensor-type", f'.type("{s}")',
+                                f'use .type("{s.replace("cuda", "npu")}") or .to(device, dtype)')
+        elif attr in ("to", "to_empty", "pin_memory") and q is None:
+            if args:
+                self._device_arg(args[0], allow_int=attr == "to")
+        elif attr in ("startswith", "endswith") and q is None and args:
+            if self._is_device_expr(func.value):
+                s = _const_str(args[0])
+                if s is not None and s.startswith("cuda"):
+                    self.report(args[0], "device-compare", f'device string tested with {attr}("{s}")',
+                                f'test for "{"npu" + s[4:]}"')
+        if q is not None:
+            self._call_qualified(node, q, args, kws)
+        if attr in BACKEND_CALLS or (q or "").rsplit(".", 1)[-1] in BACKEND_CALLS:
+            if args:
+                self._backend_arg(args[0])
+        if attr == "add_argument" or attr == "add_option":
+            self._argparse(node)
+        for kw in kws:
+            k = kw.arg
+            if k is None:
+                continue
+            if k in DEVICE_KW:
+                self._device_arg(kw.value, allow_int=k in INT_DEVICE_KW)
+            elif k == "backend" or k == "dist_backend":
+                self._backend_arg(kw.value)
+        # children
+        self.visit(func)
+        for a in args:
+            if type(a) is not ast.Constant:
+                self.visit(a)
+        for kw in kws:
+            if type(kw.value) is not ast.Constant:
+                self.visit(kw.value)
+
+    def _call_qualified(self, node: ast.Call, q: str, args, kws) -> None:
+        if q in DEVICE_FIRST_ARG and args:
+            self._device_arg(args[0], allow_int=q == "torch.device")
+        elif q in AMP_FIRST_ARG and args:
+            self._device_arg(args[0], rule="cuda-amp")
+        elif q == "torch.load":
+            if len(args) < 2 and not any(k.arg == "map_location" for k in kws):
+                r = RULES["torch-load"]
+                self.report(node, "torch-load", "torch.load without map_location: " + r.explanation,
+                            r.suggestion)
+        elif q == "torch.compile":
+            for k in kws:
+                s = _const_str(k.value)
+                if k.arg == "mode" and s in ("reduce-overhead", "max-autotune"):
+                    r = RULES["compile-cuda-graphs"]
+                    self.report(k.value, "compile-cuda-graphs",
+                                f'torch.compile(mode="{s}"): ' + r.explanation, r.suggestion)
+        elif q in ENV_GETTERS:
+            if args:
+                self._env_key(args[0])
+        elif q.startswith("subprocess.") or q in ("os.system", "os.popen"):
+            if args:
+                first = args[0]
+                elts = first.elts if type(first) in (ast.List, ast.Tuple) else [first]
+                for el in elts[:1]:
+                    s = _const_str(el)
+                    if s is not None and s.lstrip().startswith("nvidia-smi"):
+                        r = RULES["nvidia-smi"]
+                        self.report(el, "nvidia-smi", "runs nvidia-smi: " + r.explanation, r.suggestion)
+        elif q.endswith("cpp_extension.load") or q.endswith("cpp_extension.load_inline"):
+            cu = any(k.arg == "cuda_sources" for k in kws)
+            srcs = [k.value for k in kws if k.arg == "sources"] + list(args[1:2])
+            for s in srcs:
+                for el in (s.elts if type(s) in (ast.List, ast.Tuple) else [s]):
+                    v = _const_str(el)
+                    if v is not None and v.endswith((".cu", ".cuh")):
+                        cu = True
+            if cu or any(k.arg == "with_cuda" and getattr(k.value, "value", None) is True for k in kws):
+                r = RULES["cuda-extension"]
+                self.report(node, "cuda-extension", f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: "
+                            + r.explanation, r.suggestion)
+
+    def _argparse(self, node: ast.Call) -> None:
+        opts = [_const_str(a) or "" for a in node.args]
+        opts += [_const_str(k.value) or "" for k in node.keywords if k.arg == "dest"]
+        device_opt = any(_is_device_name(o.lstrip("-").replace("-", "_")) for o in opts)
+        backend_opt = any(_BACKEND_NAME.search(o) for o in opts)
+        for k in node.keywords:
+            if k.arg == "default":
+                if device_opt:
+                    self._report_devices(self._device_nodes(k.value))
+                if backend_opt:
+                    self._report_backends(self._backend_nodes(k.value))
+            elif k.arg == "choices" and backend_opt and type(k.value) in (ast.List, ast.Tuple, ast.Set):
+                for el in k.value.elts:
+                    s = _const_str(el)
+                    if s == "nccl":
+                        self.report(el, "nccl-backend", 'backend choices allow "nccl" but not "hccl"',
+                                    'add "hccl" to the choices')
+
+    # ------------------------------------------------------------------ results
+    def finish(self) -> List[Finding]:
+        """Resolve deferred device/backend candidates; return the findings sorted by position."""
+        for (kind, sidx, name), nodes in self.candidates.items():
+            scopes = self.uses.get((kind, name))
+            if not scopes:
+                continue
+            if any(s == sidx or sidx in self._ancestors(s) for s in scopes):
+                self._report_deferred(kind, nodes)
+        for (kind, attr), nodes in self.attr_candidates.items():
+            if (kind, attr) in self.attr_uses:
+                self._report_deferred(kind, nodes)
+        self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
+        return self.findings
+
+    def _report_deferred(self, kind: str, nodes) -> None:
+        for node, cell in nodes:
+            self._in_cell(cell)
+            self._report_devices([node]) if kind == "device" else self._report_backends([node])
+
+    def _ancestors(self, idx: int) -> Tuple[int, ...]:
+        return self._anc.get(idx, ())
+
+    def extra_triggers(self) -> Set[str]:
+        """Module-level names whose uses elsewhere in the file may be CUDA references."""
+        out = {n for n, q in self.module.aliases.items() if q is not None and q != n and is_interesting(q)}
+        out.update(name for (_, sidx, name) in self.candidates if sidx == self.module.idx)
+        out.update(attr for (_, attr) in self.attr_candidates)
+        return out

@@ -1,0 +1,98 @@
+"""Which fully-qualified names are CUDA references, and how they are classified (data + one lookup).
+
+``classify(qualname)`` is used for every attribute chain / imported name the visitor resolves, e.g.
+``torch.cuda.amp.autocast``, ``torch.backends.cudnn.benchmark``, ``torch.nn.DataParallel``.
+It returns ``(rule, handling, message, suggestion)`` or None.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+from ascend_compat.analysis.rules import cuda_api, libraries
+from ascend_compat.analysis.rules.catalog import RULES
+
+Classified = Tuple[str, str, str, str]
+
+DATA_PARALLEL = {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                 "torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.DataParallel",
+                 "torch.nn.parallel.data_parallel.data_parallel"}
+FLOAT64 = {"torch.float64": "torch.float32", "torch.double": "torch.float32",
+           "torch.complex128": "torch.complex64", "torch.cdouble": "torch.complex64"}
+CHANNELS_LAST = {"torch.channels_last", "torch.channels_last_3d"}
+JIT_SCRIPT = {"torch.jit.script", "torch.jit.script_method"}
+NCCL_NAMES = {"torch.distributed.is_nccl_available": "torch.distributed.is_hccl_available",
+              "torch.distributed.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL",
+              "torch._C._distributed_c10d.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL",
+              "torch.distributed.distributed_c10d.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL"}
+EXTENSION = {"torch.utils.cpp_extension.CUDAExtension": "torch_npu.utils.cpp_extension.NpuExtension",
+             "torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
+             "torch.utils.cpp_extension.include_paths_cuda": None}
+TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
+
+#: qualname prefixes worth binding as aliases (anything else is not followed)
+INTERESTING_ROOTS = ("torch", "triton", "numba", "deepspeed", "flash_attn", "os", "subprocess")
+
+
+def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classified]:
+    if q == "torch.cuda" or q.startswith("torch.cuda."):
+        name = q[len("torch.cuda."):] if q != "torch.cuda" else ""
+        if not name:
+            return ("torch-cuda-api", "auto", "torch.cuda module used as a value",
+                    "use torch.npu (torch_npu) or torch.get_device_module()")
+        st = cuda_api.status(name, torch_npu_version)
+        msg = f"torch.cuda.{name}"
+        if st.note:
+            msg += f": {st.note}"
+        if st.npu_name:
+            sugg = f"use {st.npu_name}"
+        else:
+            sugg = "no torch.npu counterpart; " + RULES[st.rule].suggestion
+        return st.rule, st.handling, msg, sugg
+    if q.startswith("torch.backends.cudnn"):
+        flag = q[len("torch.backends.cudnn."):]
+        if flag == "deterministic":
+            r = RULES["cudnn-deterministic"]
+            return r.id, r.handling, "torch.backends.cudnn.deterministic: " + r.explanation, r.suggestion
+        r = RULES["cudnn-flag"]
+        return r.id, r.handling, f"torch.backends.cudnn{'.' + flag if flag else ''}: {r.explanation}", r.suggestion
+    if q.startswith("torch.backends.cuda.") or q == "torch.backends.cuda":
+        r = RULES["cuda-backend-flag"]
+        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+    if q in DATA_PARALLEL:
+        r = RULES["data-parallel"]
+        return r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: {r.explanation}", r.suggestion
+    if q in FLOAT64:
+        r = RULES["float64"]
+        return r.id, r.handling, f"{q}: {r.explanation}", f"use {FLOAT64[q]} on the NPU"
+    if q in CHANNELS_LAST:
+        r = RULES["channels-last"]
+        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+    if q in JIT_SCRIPT:
+        r = RULES["jit-script"]
+        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+    if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
+        r = RULES["reduce-op-avg"]
+        return r.id, r.handling, f"ReduceOp.AVG: {r.explanation}", r.suggestion
+    if q in NCCL_NAMES:
+        r = RULES["nccl-backend"]
+        return r.id, r.handling, f"{q}: NCCL is not available on NPU (HCCL is).", f"use {NCCL_NAMES[q]}"
+    if q in EXTENSION:
+        r = RULES["cuda-extension"]
+        repl = EXTENSION[q]
+        return (r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: {r.explanation}",
+                f"use {repl}; " + r.suggestion if repl else r.suggestion)
+    if q in TRITON:
+        r = RULES["triton-kernel"]
+        return r.id, r.handling, f"@{q} kernel: {r.explanation}", r.suggestion
+    if "." in q:
+        hit = libraries.lookup(q)
+        if hit is not None and "." in hit[0]:
+            key, lib = hit
+            return ("cuda-library", lib.handling, f"{key}: {lib.what} (CUDA only)", f"use {lib.replacement}")
+    return None
+
+
+def is_interesting(q: str) -> bool:
+    """Whether an alias bound to ``q`` must be followed (its uses may be CUDA references)."""
+    root = q.split(".", 1)[0]
+    return root in INTERESTING_ROOTS or root in libraries.TOP_LEVEL_NAMES

@@ -1,0 +1,434 @@
+"""Analyse files for CUDA references: one file (:func:`scan_file`) or many in parallel (:func:`scan_paths`).
+
+Speed comes from not parsing what cannot matter, never from guessing:
+
+1. a file none of whose bytes match the trigger expression (:data:`TRIGGER`, built so every rule
+   needs one of its words to fire) has no findings and is not parsed;
+2. otherwise the source is split at top-level statement boundaries and only the statements that
+   contain a trigger word or an import are parsed; names they bind that matter elsewhere (aliases
+   such as ``tc`` for ``torch.cuda``, variables holding device strings) become further trigger words,
+   repeated until nothing new is found. If any piece fails to parse, the whole file is parsed;
+3. files are spread over a process pool (every core), and an optional content-hash cache skips
+   unchanged files on the next run.
+
+Per-file problems (undecodable, too large, unreadable, syntax errors) become a
+:class:`~ascend_compat.analysis.findings.FileResult` with ``error`` set; they never stop a run.
+"""
+from __future__ import annotations
+
+import ast
+import bisect
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+from ascend_compat.analysis.discover import Target, discover
+from ascend_compat.analysis.findings import FileResult, Finding
+from ascend_compat.analysis.rules import libraries
+
+#: bump when the analysis changes so cached results are not reused
+ANALYZER_VERSION = "1"
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+_LIB_WORDS = "|".join(sorted(re.escape(n) for n in libraries.TOP_LEVEL_NAMES if n != "cuda"))
+TRIGGER = re.compile(
+    r"cuda|nccl|float64|double|complex128|dataparallel|data_parallel|channels_last|\bjit\b|reduceop"
+    r"|reduce-overhead|max-autotune|nvidia|torch\s*\.\s*load\b|\.cuh?['\"]"
+    r"|\.to\(\s*\d|device\s*\(\s*\d|device\s*=\s*\d"
+    r"|^[ \t]*from[ \t]+torch[\w.]*[ \t]+import\b|^[ \t]*import[ \t]+torch[\w.]*[ \t]+as\b"
+    rf"|\b(?:{_LIB_WORDS})\b",
+    re.I | re.M)
+_BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
+_IMPORT_CHUNK = re.compile(r"(?:import|from)\s|(?:try|if)\b[^\n]*:[^\n]*\n(?:[ \t]+[^\n]*\n)*?[ \t]+(?:import|from)\s")
+#: parse everything when the selected statements cover more than this share of the file
+_FULL_PARSE_SHARE = 0.6
+
+
+@dataclass
+class ScanOptions:
+    torch_npu_version: Optional[str] = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    cache_dir: Optional[str] = None
+
+
+# ------------------------------------------------------------------------------ decoding
+def _decode(data: bytes) -> str:
+    """Text of a source file: PEP 263 cookie / BOM honoured; UnicodeDecodeError if undecodable."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        import io
+        import tokenize
+        try:
+            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:
+            raise UnicodeDecodeError("utf-8", data, 0, 1, str(exc)) from None
+        if enc.replace("-", "_").lower() in ("utf_8", "utf_8_sig"):
+            raise
+        return data.decode(enc)
+
+
+# ------------------------------------------------------------------------------ python
+def _parse(text: str, what: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
+        return ast.parse(text, what)
+
+
+def _chunks(text: str) -> List[Tuple[int, int]]:
+    """(start, end) offsets of top-level statements (decorators stay with what they decorate)."""
+    starts = [m.start() for m in _BOUNDARY.finditer(text)]
+    if not starts or starts[0] != 0:
+        starts.insert(0, 0)
+    merged = []
+    for s in starts:
+        if merged and text.startswith("@", merged[-1]):
+            continue  # decorator: extends to the decorated def/class
+        merged.append(s)
+    return [(s, merged[i + 1] if i + 1 < len(merged) else len(text)) for i, s in enumerate(merged)]
+
+
+def _analyse_python(path: str, text: str, opts: ScanOptions, cell=None, analyzer=None):
+    """Findings for Python source; SyntaxError propagates (only from a full parse)."""
+    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
+
+    own = analyzer is None
+    if own:
+        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, cell)
+    matches = [m.start() for m in TRIGGER.finditer(text)]
+    if not matches:
+        return analyzer.finish() if own else []
+    total_lines = text.count("\n") + 1
+    spans = _chunks(text) if total_lines > 200 and own else [(0, len(text))]
+    if len(spans) > 1:
+        result = _analyse_chunks(path, text, spans, matches, analyzer, total_lines)
+        if result is not None:
+            return analyzer.finish()
+        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, cell)
+    analyzer.feed(_parse(text, path))
+    return analyzer.finish() if own else []
+
+
+def _analyse_chunks(path, text, spans, matches, analyzer, total_lines) -> Optional[bool]:
+    starts = [s for s, _ in spans]
+    selected = {bisect.bisect_right(starts, p) - 1 for p in matches}
+    imports = {i for i, (s, _) in enumerate(spans) if _IMPORT_CHUNK.match(text, s)}
+    selected |= imports
+
+    def lines_of(idx):
+        s, e = spans[idx]
+        return text.count("\n", s, e)
+
+    if sum(lines_of(i) for i in selected) > _FULL_PARSE_SHARE * total_lines:
+        return None
+    done: set = set()
+    searched: set = set()
+    todo = sorted(selected, key=lambda i: (i not in imports, i))
+    while todo:
+        for i in todo:
+            s, e = spans[i]
+            lineno = text.count("\n", 0, s)
+            try:
+                tree = _parse("\n" * lineno + text[s:e], path)
+            except (SyntaxError, ValueError):
+                return None
+            analyzer.feed(tree)
+            done.add(i)
+        names = analyzer.extra_triggers() - searched
+        searched |= names
+        todo = []
+        if names:
+            rx = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names)))
+            more = {bisect.bisect_right(starts, m.start()) - 1 for m in rx.finditer(text)} - done
+            todo = sorted(more)
+    return True
+
+
+def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> List[Finding]:
+    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer, suppressions
+
+    nb = json.loads(text)
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ValueError("not a Jupyter notebook (no 'cells' list)")
+    analyzer = PyAnalyzer(path, "", opts.torch_npu_version, None)
+    errors = []
+    supp = {}
+    for idx, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell_source(cell)
+        code = sanitize_cell(src)
+        result.lines += src.count("\n") + 1
+        if code is None:
+            continue
+        analyzer.set_cell(idx, code)
+        supp[idx] = suppressions(src)
+        try:
+            analyzer.feed(_parse(code, f"{path} cell {idx}"))
+        except (SyntaxError, ValueError) as exc:
+            errors.append(f"cell {idx} line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}")
+    findings = analyzer.finish()
+    if errors:
+        result.error = "syntax error in " + "; ".join(errors)
+        result.error_kind = "parse-error"
+    kept = []
+    for f in findings:
+        if _suppressed(f, supp.get(f.cell, {})):
+            result.suppressed += 1
+        else:
+            kept.append(f)
+    return kept
+
+
+def cell_source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+_MAGIC_LINE = re.compile(r"^\s*[%!]|^\s*\w[\w.]*\?\??\s*$")
+_SKIP_CELL_MAGIC = re.compile(r"%%(?!time\b|timeit\b|capture\b|prun\b)")
+
+
+def sanitize_cell(src: str) -> Optional[str]:
+    """Notebook cell code with IPython magics/shell lines blanked (line numbers kept); None = not Python."""
+    if _SKIP_CELL_MAGIC.match(src.lstrip()):
+        return None
+    return "\n".join("" if _MAGIC_LINE.match(line) else line for line in src.split("\n"))
+
+
+# ------------------------------------------------------------------------------ other kinds
+_GLOBAL = re.compile(r"__global__\s+(?:\w+\s+)*?(\w+)\s*\(")
+_CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find_package\s*\(\s*(?:CUDA|CUDAToolkit)\b"
+                    r"|cuda_add_(?:library|executable)|CMAKE_CUDA_\w+|CUDA_ARCHITECTURES|\S+\.cuh?\b|\bnvcc\b|CUDA::\w+",
+                    re.I)
+_CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
+                  r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
+                  r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
+
+
+def _line_findings(path, text, rx, kind) -> List[Finding]:
+    from ascend_compat.analysis.rules.catalog import RULES
+
+    out = []
+    r = RULES["cuda-extension"]
+    for i, line in enumerate(text.split("\n"), 1):
+        code = line.split("#", 1)[0] if kind == "cmake" else line.split("//", 1)[0]
+        m = rx.search(code)
+        if m:
+            what = m.group(0).strip()
+            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-extension", r.category,
+                               r.handling, f"CUDA build/code reference `{what}`: {r.explanation}",
+                               "build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension."
+                               "NpuExtension); replace CUDA runtime calls with ACL (aclrt*) / c10 PrivateUse1 APIs"))
+    return out
+
+
+def _cuda_source(path, text) -> List[Finding]:
+    from ascend_compat.analysis.rules.catalog import RULES
+
+    r = RULES["cuda-source"]
+    out = []
+    for i, line in enumerate(text.split("\n"), 1):
+        m = _GLOBAL.search(line.split("//", 1)[0])
+        if m:
+            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-source", r.category, r.handling,
+                               f"CUDA kernel {m.group(1)}: {r.explanation}", r.suggestion))
+    if not out:
+        out.append(Finding(path, 1, 1, 1, 1, "cuda-source", r.category, r.handling,
+                           "CUDA source file: " + r.explanation, r.suggestion))
+    return out
+
+
+def _suppressed(f: Finding, supp) -> bool:
+    for line in (f.line, f.end_line):
+        if line in supp:
+            rules = supp[line]
+            if rules is None or f.rule in rules:
+                return True
+    return False
+
+
+# ------------------------------------------------------------------------------ one file
+def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = None) -> FileResult:
+    """Analyse one file. Never raises for a bad file: problems are put in ``FileResult.error``."""
+    opts = opts or ScanOptions()
+    result = FileResult(path=path, kind=kind)
+    try:
+        size = os.path.getsize(path)
+        if size > opts.max_bytes:
+            result.error_kind = "too-large"
+            result.error = (f"file is {size / 1e6:.1f} MB, over the {opts.max_bytes / 1e6:.0f} MB limit; "
+                            "not analysed (raise it with --max-file-size)")
+            return result
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        result.error_kind = "unreadable"
+        result.error = f"cannot read: {exc.strerror or exc}"
+        return result
+    key = None
+    if opts.cache_dir:
+        key = _cache_key(data, kind, opts)
+        cached = _cache_get(opts.cache_dir, key)
+        if cached is not None:
+            cached.path = path
+            for f in cached.findings:
+                f.path = path
+            return cached
+    _analyse_bytes(path, kind, data, opts, result)
+    if key is not None:
+        _cache_put(opts.cache_dir, key, result)
+    return result
+
+
+def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result: FileResult) -> None:
+    from ascend_compat.analysis.rules.python_visitor import suppressions
+
+    try:
+        text = _decode(data)
+    except (UnicodeDecodeError, LookupError) as exc:
+        result.error_kind = "undecodable"
+        result.error = f"not valid UTF-8 and no usable coding declaration ({exc.reason if hasattr(exc, 'reason') else exc})"
+        result.lines = data.count(b"\n")
+        return
+    if "\x00" in text:
+        result.error_kind = "binary"
+        result.error = "contains NUL bytes: not a text file"
+        return
+    if kind != "notebook":
+        result.lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    try:
+        if kind == "python":
+            findings = _analyse_python(path, text, opts)
+        elif kind == "notebook":
+            result.findings = _notebook(path, text, opts, result)
+            return
+        elif kind == "cuda-source":
+            findings = _cuda_source(path, text)
+        elif kind == "cmake":
+            findings = _line_findings(path, text, _CMAKE, kind) if "cuda" in text.lower() or "nvcc" in text else []
+        elif kind == "cpp":
+            findings = _line_findings(path, text, _CPP, kind) if "cuda" in text.lower() or "<<<" in text else []
+        else:
+            findings = []
+    except SyntaxError as exc:
+        result.error_kind = "parse-error"
+        result.error = f"syntax error at line {exc.lineno}: {exc.msg}"
+        return
+    except (ValueError, RecursionError, MemoryError) as exc:
+        result.error_kind = "parse-error"
+        result.error = f"cannot parse: {type(exc).__name__}: {exc}"[:300]
+        return
+    supp = suppressions(text) if kind in ("python", "cpp", "cmake", "cuda-source") else {}
+    for f in findings:
+        if _suppressed(f, supp):
+            result.suppressed += 1
+        else:
+            result.findings.append(f)
+
+
+# ------------------------------------------------------------------------------ cache
+def _cache_key(data: bytes, kind: str, opts: ScanOptions) -> str:
+    h = hashlib.blake2b(data, digest_size=20)
+    h.update(f"\0{kind}\0{ANALYZER_VERSION}\0{opts.torch_npu_version}\0{opts.max_bytes}".encode())
+    return h.hexdigest()
+
+
+def _cache_get(cache_dir: str, key: str) -> Optional[FileResult]:
+    try:
+        with open(os.path.join(cache_dir, key[:2], key + ".json"), encoding="utf-8") as fh:
+            return FileResult.from_dict(json.load(fh))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _cache_put(cache_dir: str, key: str, result: FileResult) -> None:
+    d = os.path.join(cache_dir, key[:2])
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(result.to_dict(), fh)
+        os.replace(tmp, os.path.join(d, key + ".json"))
+    except OSError:
+        pass  # a cache that cannot be written is just not used
+
+
+def default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ascend-compat", "check")
+
+
+# ------------------------------------------------------------------------------ many files
+@dataclass
+class ScanResult:
+    files: List[FileResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> List[Finding]:
+        return [f for r in self.files for f in r.findings]
+
+
+_WORKER_OPTS: Optional[ScanOptions] = None
+
+
+def _init_worker(opts: ScanOptions) -> None:
+    global _WORKER_OPTS
+    _WORKER_OPTS = opts
+
+
+def _work(item: Tuple[int, str, str]) -> Tuple[int, FileResult]:
+    idx, path, kind = item
+    return idx, scan_file(path, kind, _WORKER_OPTS)
+
+
+def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, jobs: Optional[int] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> List[FileResult]:
+    """Analyse targets, in parallel when worthwhile; results in target order."""
+    opts = opts or ScanOptions()
+    n = len(targets)
+    jobs = jobs or os.cpu_count() or 1
+    items = [(i, t.path, t.kind) for i, t in enumerate(targets)]
+    out: List[Optional[FileResult]] = [None] * n
+    if jobs <= 1 or n < 16:
+        for k, (i, p, kind) in enumerate(items):
+            out[i] = scan_file(p, kind, opts)
+            if progress:
+                progress(k + 1, n)
+        return out  # type: ignore[return-value]
+    import multiprocessing as mp
+
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
+    chunk = max(1, min(32, n // (jobs * 8)))
+    with ctx.Pool(jobs, initializer=_init_worker, initargs=(opts,)) as pool:
+        for k, (i, res) in enumerate(pool.imap_unordered(_work, items, chunksize=chunk)):
+            out[i] = res
+            if progress:
+                progress(k + 1, n)
+    return out  # type: ignore[return-value]
+
+
+def scan_paths(paths: Sequence[str], exclude: Sequence[str] = (), opts: Optional[ScanOptions] = None,
+               jobs: Optional[int] = None, use_gitignore: bool = True,
+               progress: Optional[Callable[[int, int], None]] = None) -> ScanResult:
+    """Discover and analyse everything under ``paths``; path problems become error results."""
+    targets, problems = discover(paths, exclude, use_gitignore)
+    results = scan_targets(targets, opts, jobs, progress)
+    for path, kind, msg in problems:
+        results.append(FileResult(path=path, kind="unknown", error=msg, error_kind=kind))
+    return ScanResult(results)
+
+
+def iter_findings(result: ScanResult) -> Iterator[Finding]:
+    for r in result.files:
+        yield from r.findings

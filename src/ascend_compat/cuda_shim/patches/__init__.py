@@ -1,0 +1,17 @@
+"""One module per CUDA concept; each has ``patches() -> list[Change]``.
+
+:data:`ORDER` is the order they are applied in (and reverted in reverse). The environment is not
+here: it is translated before the backend initialises (see :mod:`ascend_compat._activation`).
+"""
+ORDER = (
+    "factories",
+    "tensor",
+    "cuda_namespace",
+    "amp",
+    "detection",
+    "backends",
+    "distributed",
+    "parallel_comm",
+    "serialization",
+    "libraries",
+)

@@ -1,0 +1,122 @@
+"""Environment translation, applied before the NPU backend initialises.
+
+* ``CUDA_VISIBLE_DEVICES`` -> ``ASCEND_RT_VISIBLE_DEVICES``: validated (comma-separated
+  non-negative integers, no duplicates) and sorted ascending, as torch_npu requires (it reports zero
+  devices otherwise). An invalid value is left alone and explained in a warning. If the order
+  changes, the warning says so (logical device 0 is then the lowest id).
+* ``PYTORCH_CUDA_ALLOC_CONF`` -> ``PYTORCH_NPU_ALLOC_CONF`` (keys the NPU allocator does not know
+  are dropped, with a warning).
+* ``NCCL_*`` -> ``HCCL_*`` where a counterpart exists (:mod:`..mapping.env_vars`), an INFO log line
+  naming the variable where none does.
+
+An Ascend variable that is already set always wins. Everything set here is removed again on revert.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP, NO_EQUIVALENT, NPU_ALLOC_CONF_KEYS
+from ascend_compat.cuda_shim.registry import Change, hit, log
+
+__all__ = ["EnvTranslation", "translate_visible_devices", "translate_alloc_conf"]
+
+
+class EnvValueError(ValueError):
+    """A CUDA environment variable cannot be translated; the message says why and what to do."""
+
+
+def translate_visible_devices(value: str) -> tuple[str, str | None]:
+    """``"3,1"`` -> ``("1,3", note)``. Raises :class:`EnvValueError` for values torch_npu cannot take."""
+    text = value.strip()
+    if text == "":
+        return "", None
+    items = [p.strip() for p in text.split(",")]
+    if any(not p.isdigit() or not p.isascii() for p in items):
+        raise EnvValueError(
+            f"CUDA_VISIBLE_DEVICES={value!r} cannot be used for ASCEND_RT_VISIBLE_DEVICES: torch_npu needs "
+            "comma-separated device numbers (no GPU UUIDs, MIG ids or negative values). "
+            "Set ASCEND_RT_VISIBLE_DEVICES yourself, e.g. ASCEND_RT_VISIBLE_DEVICES=0,1."
+        )
+    ids = [int(p) for p in items]
+    if len(set(ids)) != len(ids):
+        raise EnvValueError(
+            f"CUDA_VISIBLE_DEVICES={value!r} lists a device twice; torch_npu rejects duplicates. "
+            "Set ASCEND_RT_VISIBLE_DEVICES to distinct ascending device numbers."
+        )
+    ordered = sorted(ids)
+    note = None
+    if ordered != ids:
+        note = (f"CUDA_VISIBLE_DEVICES={value!r} is not ascending; torch_npu requires ascending ids, so "
+                f"ASCEND_RT_VISIBLE_DEVICES={','.join(map(str, ordered))} is used (logical device order changes)")
+    return ",".join(map(str, ordered)), note
+
+
+def translate_alloc_conf(value: str) -> tuple[str, list[str]]:
+    """Keep the ``key:value`` pairs the NPU allocator understands; return (conf, dropped keys)."""
+    kept, dropped = [], []
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        key = part.split(":", 1)[0].strip()
+        (kept if key in NPU_ALLOC_CONF_KEYS else dropped).append(part if key in NPU_ALLOC_CONF_KEYS else key)
+    return ",".join(kept), dropped
+
+
+def _bytes_to_mb(value: str) -> str:
+    from ascend_compat._config import parse_bytes
+
+    return str(max(1, parse_bytes(value) // (1 << 20)))
+
+
+class EnvTranslation(Change):
+    """Set the Ascend variables derived from CUDA ones; revert removes exactly what it set."""
+
+    name = "environment: CUDA_* / NCCL_* -> ASCEND_* / HCCL_*"
+    reason = "torch_npu and HCCL read their own variables"
+
+    def __init__(self, environ: dict | None = None) -> None:
+        self._env = os.environ if environ is None else environ
+        self.set: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def apply(self) -> bool:
+        env = self._env
+        for cuda_name, (npu_name, conv) in ENV_MAP.items():
+            if cuda_name not in env or npu_name in env or npu_name in self.set:
+                continue
+            value = env[cuda_name]
+            try:
+                if conv == "visible_devices":
+                    value, note = translate_visible_devices(value)
+                    if note:
+                        self._note(note)
+                elif conv == "alloc_conf":
+                    value, dropped = translate_alloc_conf(value)
+                    if dropped:
+                        self._note(f"{cuda_name}: {', '.join(dropped)} not supported by the NPU allocator; ignored")
+                    if not value:
+                        continue
+                elif conv == "bytes_to_mb":
+                    value = _bytes_to_mb(value)
+            except (EnvValueError, ValueError) as exc:
+                self._note(str(exc))
+                continue
+            env[npu_name] = value
+            self.set[npu_name] = value
+            hit(f"env:{cuda_name}")
+        for name in sorted(env):
+            for prefix, advice in NO_EQUIVALENT.items():
+                if name.startswith(prefix) and name not in ENV_MAP:
+                    self.notes.append(f"{name} has no Ascend equivalent and is ignored: {advice}")
+                    log.info("%s", self.notes[-1])
+                    break
+        return True
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        warnings.warn(f"ascend-compat: {text}", RuntimeWarning, stacklevel=2)
+
+    def revert(self) -> None:
+        for name, value in self.set.items():
+            if self._env.get(name) == value:
+                del self._env[name]
+        self.set.clear()

@@ -1,0 +1,176 @@
+"""A simulated Ascend NPU: a real PyTorch PrivateUse1 backend named ``npu`` computing on the host.
+
+``install()`` registers it (once per process, irreversibly). Afterwards ``torch.device("npu:0")``
+tensors are plain ``torch.Tensor`` objects with real host storage, ``torch.npu`` answers like
+torch_npu, ``import torch_npu`` works, autocast/GradScaler work on ``"npu"``, and ops that the
+emulated torch_npu version has no NPU kernel for emit torch_npu's CPU-fallback warning.
+
+Public API: :func:`install`, :func:`is_installed`, :func:`install_from_env`, :func:`config`,
+:func:`policy`.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Optional
+
+from ascend_compat.simulator._config import SimConfig, SimConfigError  # noqa: F401  (re-exported)
+
+__all__ = ["install", "is_installed", "install_from_env", "config", "policy", "SimConfig",
+           "SimConfigError", "SimulatorUnavailable"]
+
+_lock = threading.Lock()
+_installed: Optional[SimConfig] = None
+_libraries: list = []  # torch.library.Library objects must stay alive for their registrations
+
+
+def __getattr__(name):
+    if name == "SimulatorUnavailable":
+        from ascend_compat.simulator._selftest import SimulatorUnavailable
+
+        return SimulatorUnavailable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def is_installed() -> bool:
+    """True once :func:`install` has succeeded in this process."""
+    return _installed is not None
+
+
+def config() -> Optional[SimConfig]:
+    """The active (frozen) configuration, or None before install."""
+    return _installed
+
+
+def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None) -> SimConfig:
+    """Install the simulated NPU in this process and return its configuration.
+
+    Args:
+        devices: number of simulated NPUs (1..64).
+        float64: "error" (reject float64/complex128 npu tensors except single values, like the hardware),
+            "strict" (reject all), "warn", "allow".
+        memory_capacity: per-device capacity in bytes (or "16G"); exceeding it raises
+            ``torch.OutOfMemoryError`` worded like torch_npu. None = unlimited.
+        soc: the SoC name reported by torch.npu (e.g. "Ascend910B3").
+        torch_npu_version: torch_npu version whose op coverage is emulated (None = newest known).
+
+    Idempotent for identical arguments; a second call with different arguments raises
+    RuntimeError (the backend cannot be reconfigured in a running process). Raises
+    :class:`SimConfigError` for invalid arguments and ``SimulatorUnavailable`` when the simulator
+    refuses (real torch_npu present, PrivateUse1 taken, torch too old, a self-check failed).
+    """
+    global _installed
+    from ascend_compat.simulator import _config
+
+    cfg = _config.make_config(devices, float64, memory_capacity, soc, torch_npu_version)
+    with _lock:
+        if _installed is not None:
+            if cfg == _installed:
+                return _installed
+            raise RuntimeError(
+                f"the simulated NPU is already installed with {_installed}; it cannot be reinstalled with "
+                f"{cfg} in the same process. Start a new process (or use ASCEND_COMPAT_SIM_* variables).")
+        _install(cfg)
+        _installed = cfg
+    return cfg
+
+
+def _build_module(cfg):
+    try:
+        from ascend_compat.simulator import npu_api
+    except ImportError:
+        npu_api = None
+    if npu_api is not None and hasattr(npu_api, "build_npu_module"):
+        return npu_api.build_npu_module()
+    from ascend_compat.simulator._minimal_module import build_minimal_module
+
+    return build_minimal_module()
+
+
+def _install(cfg: SimConfig) -> None:
+    import torch
+
+    from ascend_compat.simulator import (_amp, _direct, _dispatch, _fallback, _guard, _memory, _patches,
+                                         _rng, _selftest, _state)
+
+    _selftest.refuse_conflicts()
+    _selftest.check_torch()
+
+    _state.config = cfg
+    _memory.init(cfg.devices, cfg.memory_capacity, cfg.float64)
+    guard = _guard.choose(cfg.devices)
+    _rng.init(cfg.devices)
+    _fallback.init(cfg.op_table_version)
+    module = _build_module(cfg)
+
+    # The steps of torch.utils.backend_registration._setup_privateuseone_for_python_backend, in
+    # its order, with storage methods generated as torch_npu does and the guard left to _guard.
+    torch.utils.rename_privateuse1_backend("npu")
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True,
+        unsupported_dtype=[torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8])
+    torch._register_device_module("npu", module)
+    _guard.register(guard)
+    _selftest.probe_dlpack()  # needs the renamed backend and its device module
+
+    fallback_lib = torch.library.Library("_", "IMPL")
+    aten_lib = torch.library.Library("aten", "IMPL")
+    _libraries.extend((fallback_lib, aten_lib))
+    fallback_lib.fallback(_dispatch.boxed_fallback, "PrivateUse1")
+    _direct.register(aten_lib, _fallback.native_set())
+    _amp.register(fallback_lib, aten_lib)
+    _patches.apply()
+    _selftest.probe_installed()
+    _install_torch_npu_stand_in()
+    try:
+        from ascend_compat.simulator import _distributed
+    except ImportError:
+        _distributed = None
+    if _distributed is not None and hasattr(_distributed, "register_hccl"):
+        _distributed.register_hccl()
+
+
+def _install_torch_npu_stand_in() -> None:
+    """Make ``import torch_npu`` give the stand-in package when it exists."""
+    import sys
+
+    try:
+        from ascend_compat.simulator._stand_in import install_stand_in
+    except ImportError:
+        install_stand_in = None
+    if install_stand_in is not None:
+        from ascend_compat.simulator import _state
+
+        install_stand_in(_state.config.torch_npu_version if _state.config else None)
+        return
+    try:
+        from ascend_compat.simulator import torch_npu as stand_in
+    except ImportError:
+        return
+    hook = getattr(stand_in, "install_stand_in", None)
+    if hook is not None:
+        hook()
+    else:
+        sys.modules.setdefault("torch_npu", stand_in)
+
+
+def install_from_env() -> SimConfig:
+    """Install with arguments from ``ASCEND_COMPAT_SIM_*`` (see ``ascend_compat._config``).
+
+    Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``.
+    """
+    from ascend_compat.simulator._config import env_arguments
+
+    return install(**env_arguments())
+
+
+@contextlib.contextmanager
+def policy(float64: str):
+    """Temporarily switch the float64 policy (process-wide, not thread-local; for tests)."""
+    from ascend_compat.simulator import _config, _memory
+
+    _config.check_float64(float64)
+    if _installed is None:
+        raise RuntimeError("policy() needs the simulated NPU installed (call install() first)")
+    with _memory.override_float64(float64):
+        yield

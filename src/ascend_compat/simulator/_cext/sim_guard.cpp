@@ -1,0 +1,247 @@
+// Multi-device PrivateUse1 device guard for ascend-compat's simulated NPU.
+//
+// PyTorch's Python device guard (torch._C._acc.DeviceGuard) reports exactly one
+// device, and the autograd engine sizes its per-device ready queues from the
+// registered guards' deviceCount() the first time backward() touches a device
+// tensor. backward() through tensors on npu:1 therefore needs a guard that reports
+// N devices. This file is that guard and nothing else: allocation, kernels and
+// memory stay in the simulator's Python code.
+//
+// What it tracks, per thread as on real accelerators: the current device index and
+// the current stream of each device. Streams are ids only (execution is
+// synchronous); events carry a host timestamp so elapsed_time works.
+//
+// Registration is explicit (register_guard), never a static C10_REGISTER_GUARD_IMPL:
+// a static registrar would overwrite whatever guard is registered when the library
+// happens to be loaded, and the device count must be known before registering.
+
+#include <pybind11/pybind11.h>
+#if __has_include(<torch/headeronly/version.h>)
+#include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>
+#endif
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+
+namespace {
+
+using c10::Device;
+using c10::DeviceIndex;
+using c10::DeviceType;
+using c10::Stream;
+using c10::StreamId;
+
+constexpr int kMaxDevices = 64;
+
+std::atomic<DeviceIndex> g_device_count{0};
+std::atomic<StreamId> g_next_stream_id{1};
+
+thread_local DeviceIndex t_current_device = 0;
+thread_local std::array<StreamId, kMaxDevices> t_current_stream{};  // 0 = default
+
+struct SimEvent {
+  std::chrono::steady_clock::time_point when;
+};
+
+void check_index(DeviceIndex index) {
+  const DeviceIndex count = g_device_count.load();
+  TORCH_CHECK(
+      index >= 0 && index < count,
+      "Invalid device ordinal npu:", static_cast<int>(index),
+      ": the simulated NPU has ", static_cast<int>(count),
+      " device(s). Ask for more with ascend_compat.simulator.install(devices=N) "
+      "or ASCEND_COMPAT_SIM_DEVICES=N.");
+}
+
+DeviceIndex resolve(Device d) {
+  return d.has_index() ? d.index() : t_current_device;
+}
+
+struct SimNpuGuard final : public c10::impl::DeviceGuardImplInterface {
+  DeviceType type() const override {
+    return DeviceType::PrivateUse1;
+  }
+
+  Device exchangeDevice(Device d) const override {
+    const Device old = getDevice();
+    if (d.index() != t_current_device) {
+      setDevice(d);
+    }
+    return old;
+  }
+
+  Device getDevice() const override {
+    return Device(DeviceType::PrivateUse1, t_current_device);
+  }
+
+  void setDevice(Device d) const override {
+    TORCH_CHECK(d.is_privateuseone(), "expected an npu device, got ", d);
+    const DeviceIndex index = resolve(d);
+    check_index(index);
+    t_current_device = index;
+  }
+
+  void uncheckedSetDevice(Device d) const noexcept override {
+    const DeviceIndex index = resolve(d);
+    if (index >= 0 && index < g_device_count.load()) {
+      t_current_device = index;
+    }
+  }
+
+  Stream getStream(Device d) const override {
+    const DeviceIndex index = resolve(d);
+    const StreamId id =
+        (index >= 0 && index < kMaxDevices) ? t_current_stream[index] : 0;
+    return Stream(Stream::UNSAFE, Device(DeviceType::PrivateUse1, index), id);
+  }
+
+  Stream getDefaultStream(Device d) const override {
+    return Stream(Stream::DEFAULT, Device(DeviceType::PrivateUse1, resolve(d)));
+  }
+
+  Stream getStreamFromGlobalPool(Device d, bool /*isHighPriority*/ = false)
+      const override {
+    return getNewStream(d, 0);
+  }
+
+  Stream getNewStream(Device d, int /*priority*/ = 0) const override {
+    const DeviceIndex index = resolve(d);
+    check_index(index);
+    return Stream(
+        Stream::UNSAFE, Device(DeviceType::PrivateUse1, index),
+        g_next_stream_id.fetch_add(1));
+  }
+
+  Stream exchangeStream(Stream s) const noexcept override {
+    const DeviceIndex index = s.device_index();
+    if (index < 0 || index >= kMaxDevices) {
+      return s;
+    }
+    const Stream old(
+        Stream::UNSAFE, Device(DeviceType::PrivateUse1, index),
+        t_current_stream[index]);
+    t_current_stream[index] = s.id();
+    return old;
+  }
+
+  DeviceIndex deviceCount() const noexcept override {
+    return g_device_count.load();
+  }
+
+  void record(
+      void** event,
+      const Stream& /*stream*/,
+      const DeviceIndex /*device_index*/,
+      const c10::EventFlag /*flag*/) const override {
+    if (*event == nullptr) {
+      *event = new SimEvent();
+    }
+    static_cast<SimEvent*>(*event)->when = std::chrono::steady_clock::now();
+  }
+
+  void block(void* /*event*/, const Stream& /*stream*/) const override {}
+
+  bool queryEvent(void* /*event*/) const override {
+    return true;
+  }
+
+  void destroyEvent(void* event, const DeviceIndex /*device_index*/)
+      const noexcept override {
+    delete static_cast<SimEvent*>(event);
+  }
+
+  void synchronizeEvent(void* /*event*/) const override {}
+
+  double elapsedTime(void* start, void* end, const DeviceIndex /*device_index*/)
+      const override {
+    TORCH_CHECK(
+        start != nullptr && end != nullptr,
+        "Both events must be recorded before calculating elapsed time.");
+    const auto a = static_cast<SimEvent*>(start)->when;
+    const auto b = static_cast<SimEvent*>(end)->when;
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  }
+
+  bool queryStream(const Stream& /*stream*/) const override {
+    return true;
+  }
+
+  void synchronizeStream(const Stream& /*stream*/) const override {}
+
+  void synchronizeDevice(const DeviceIndex /*device_index*/) const override {}
+};
+
+// Leaked on purpose: the registry must stay valid until process exit.
+SimNpuGuard* the_guard() {
+  static SimNpuGuard* guard = new SimNpuGuard();
+  return guard;
+}
+
+std::mutex g_register_mutex;
+
+const c10::impl::DeviceGuardImplInterface* registered() {
+  return c10::impl::device_guard_impl_registry[static_cast<size_t>(
+                                                   DeviceType::PrivateUse1)]
+      .load();
+}
+
+// Returns true once this guard is the PrivateUse1 guard with `count` devices.
+// Raises if another guard is already registered (it cannot be replaced safely:
+// the autograd engine may already have sized its queues from it) or if a
+// different count was registered before.
+bool register_guard(int64_t count) {
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  TORCH_CHECK(
+      count >= 1 && count <= kMaxDevices,
+      "the simulated NPU supports 1 to ", kMaxDevices, " devices, not ", count);
+  const auto* current = registered();
+  if (current == the_guard()) {
+    TORCH_CHECK(
+        g_device_count.load() == count,
+        "the simulated NPU guard is already registered with ",
+        static_cast<int>(g_device_count.load()), " devices; cannot change it to ",
+        count, " in the same process");
+    return true;
+  }
+  TORCH_CHECK(
+      current == nullptr,
+      "another device guard is already registered for PrivateUse1; the "
+      "multi-device guard must be registered before the backend is set up");
+  g_device_count.store(static_cast<DeviceIndex>(count));
+  c10::impl::registerDeviceGuard(DeviceType::PrivateUse1, the_guard());
+  return true;
+}
+
+bool is_active() {
+  return registered() == the_guard();
+}
+
+void set_device(int64_t index) {
+  check_index(static_cast<DeviceIndex>(index));
+  t_current_device = static_cast<DeviceIndex>(index);
+}
+
+}  // namespace
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard";
+  m.def("register_guard", &register_guard, py::arg("count"));
+  m.def("is_active", &is_active);
+  m.def("device_count", []() { return static_cast<int>(g_device_count.load()); });
+  m.def("current_device", []() { return static_cast<int>(t_current_device); });
+  m.def("set_device", &set_device, py::arg("index"));
+  m.def("built_for_torch", []() {
+    return std::to_string(TORCH_VERSION_MAJOR) + "." +
+        std::to_string(TORCH_VERSION_MINOR) + "." +
+        std::to_string(TORCH_VERSION_PATCH);
+  });
+}

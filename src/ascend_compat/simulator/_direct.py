@@ -1,0 +1,88 @@
+"""Direct PrivateUse1 registrations of the generic kernel (performance and correctness).
+
+Structured ops reach an unknown backend as ``empty()`` + ``op.out()`` through their
+``CompositeExplicitAutogradNonFunctional`` kernel (two trips into Python); ``_foreach_*`` ops
+reach it through a composite that loops per tensor. Registering the generic kernel directly for
+those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the emulated torch_npu
+implements natively also get one, as torch_npu's kernel shadows the composite. The special ops whose composite kernels would shadow the
+fallback (pitfall 2) are registered here too.
+"""
+from __future__ import annotations
+
+import torch
+
+from ascend_compat.simulator import _dispatch, _special_ops
+
+_has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+
+
+_NEVER_DIRECT = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "lift_fresh"})
+
+
+def _native_composite(op) -> bool:
+    """True for a ``CompositeExplicitAutograd`` op torch_npu (emulated version) implements natively.
+
+    torch_npu's own kernel shadows the composite, so the op runs as one unit (no decomposition,
+    e.g. no float64 accumulation buffers on the device). Ops with a Device argument (whose
+    outputs may live elsewhere) and view ops keep torch's behaviour.
+    """
+    schema = op._schema
+    if any("Device" in str(a.type) for a in schema.arguments):
+        return False
+    if any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+        return False
+    return torch.Tag.inplace_view not in op.tags
+
+
+def _overloads(native=frozenset()):
+    """Yield ``(OpOverload, fallback_mode)`` for every aten overload that should get a direct kernel.
+
+    ``fallback_mode`` tells how torch_npu would reach the op (see ``_fallback.fallback_name``):
+    "structured" (through the ``out`` overload), "composite" (a ``_foreach_*`` op torch_npu lacks
+    decomposes into per-tensor ops: never a fallback itself) or "plain".
+    """
+    for qualname in torch._C._dispatch_get_all_op_names():
+        if not qualname.startswith("aten::"):
+            continue
+        name, _, overload = qualname[len("aten::"):].partition(".")
+        if _has_kernel(qualname, "PrivateUse1"):
+            continue
+        # structured functional/in-place forms: a CompositeExplicitAutogradNonFunctional kernel
+        # plus a CPU kernel. NonFunctional kernels without a CPU kernel (select_backward, *_copy)
+        # are plain decompositions and stay that way, as on torch_npu.
+        structured = (_has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")
+                      and _has_kernel(qualname, "CPU"))
+        explicit = _has_kernel(qualname, "CompositeExplicitAutograd")
+        foreach = name.startswith("_foreach_") and explicit
+        key = name if not overload or overload == "default" else f"{name}.{overload}"
+        native_explicit = explicit and key in native and name not in _NEVER_DIRECT
+        if not (structured or foreach or native_explicit):
+            continue
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        try:
+            op = getattr(packet, overload or "default")
+        except AttributeError:
+            continue
+        if native_explicit and not (structured or foreach) and not _native_composite(op):
+            continue
+        yield op, ("structured" if structured else "composite" if foreach and key not in native else "plain")
+
+
+def register(lib: torch.library.Library, native=frozenset()) -> int:
+    """Register direct kernels on ``lib`` (an ``aten`` IMPL library); return how many.
+
+    ``native``: the emulated torch_npu version's native-op names (empty: no table).
+    """
+    count = 0
+    for name in _special_ops.DIRECT:
+        packet = getattr(torch.ops.aten, name)
+        for overload in packet.overloads():
+            op = getattr(packet, overload)
+            lib.impl(op, _dispatch.direct_kernel(op), "PrivateUse1")
+            count += 1
+    for op, mode in _overloads(native):
+        lib.impl(op, _dispatch.direct_kernel(op, mode), "PrivateUse1")
+        count += 1
+    return count

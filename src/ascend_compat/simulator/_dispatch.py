@@ -1,0 +1,334 @@
+"""The boxed PrivateUse1 kernel: runs every aten op of the simulated NPU on host aliases.
+
+Per call (the per-op facts are computed once into a :class:`Plan` cached on the OpOverload):
+
+1. special ops (``_special_ops.TABLE``) run their own function;
+2. view ops (every return a non-writing alias), ops tagged ``inplace_view`` and ``set_`` are
+   redispatched to the CPU kernel *on the device tensors themselves*: those kernels only touch
+   metadata, so the result is a true view of the device storage with a shared version counter
+   (pitfall 5);
+3. everything else: npu tensors become zero-copy CPU aliases, devices are checked (torch's
+   mixed-device wording), Python numbers in Tensor positions are re-wrapped as 0-dim tensors
+   (pitfall 3), the device generator is substituted for seeded ops, the CPU kernel runs, and the
+   results map back: mutated arguments are returned as the original device tensors, new outputs
+   are adopted onto the device through the memory funnel. ``out=`` kernels that need to resize a
+   DLPack-backed output are retried into fresh CPU outputs (pitfall 4).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+
+from ascend_compat.simulator import _fallback, _memory, _rng, _state
+
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_Tensor = torch.Tensor
+_retag = _memory._retag
+_adopt = _memory.adopt
+_KDL_CPU = _memory.KDL_CPU
+_NPU = "npu"
+_TENSOR_TYPES = ("Tensor", "Optional[Tensor]")
+_LIST_TYPES = ("List[Tensor]", "List[Optional[Tensor]]")
+_INDEX_OPS = frozenset({"index", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index",
+                        "_unsafe_index_put", "_index_put_impl"})
+_EXTRA_VIEWS = frozenset({"aten::_unsafe_view", "aten::set_", "aten::lift_fresh"})
+_NOT_RESIZABLE = "not resizable"
+
+_plans: dict = {}
+
+
+class Plan:
+    """Per-OpOverload facts the generic kernel needs."""
+
+    __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
+                 "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
+                 "out_kws", "device_kw", "device_pos", "written_pos", "simple")
+
+    def __init__(self, op, mode: str = "plain"):
+        from ascend_compat.simulator import _special_ops
+
+        self.op = op
+        self.call = op._op
+        schema = op._schema
+        name = schema.name
+        self.special = _special_ops.TABLE.get(f"{name}.{schema.overload_name}" if schema.overload_name
+                                              else name) or _special_ops.TABLE.get(name)
+        rets = schema.returns
+        args = schema.arguments
+        is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+        if self.special is not None:
+            self.kind = "special"
+        elif is_view or torch.Tag.inplace_view in op.tags or name in _EXTRA_VIEWS:
+            self.kind = "view"
+        else:
+            self.kind = "compute"
+        pos_args = [a for a in args if not a.kwarg_only]
+        kw_args = [a for a in args if a.kwarg_only]
+        self.tensor_pos = frozenset(i for i, a in enumerate(pos_args) if str(a.type) in _TENSOR_TYPES)
+        # positional arguments the kernel may write (or resize): they get a retagged alias, never
+        # the allocation's resizable host tensor
+        self.written_pos = frozenset(i for i, a in enumerate(pos_args)
+                                     if a.alias_info is not None and a.alias_info.is_write)
+        self.tensor_kw = tuple(a.name for a in kw_args if str(a.type) in _TENSOR_TYPES)
+        self.out_kws = tuple(a.name for a in kw_args if a.alias_info is not None and a.alias_info.is_write)
+        # return i -> ("pos", j) / ("kw", name) of the argument it aliases (mutable returns)
+        alias_of = []
+        for r in rets:
+            target = None
+            if r.alias_info is not None and r.alias_info.is_write:
+                for j, a in enumerate(pos_args):
+                    if a.alias_info is not None and a.alias_info.before_set == r.alias_info.before_set:
+                        target = ("pos", j)
+                for a in kw_args:
+                    if a.alias_info is not None and a.alias_info.before_set == r.alias_info.before_set:
+                        target = ("kw", a.name)
+            alias_of.append(target)
+        self.returns_alias = tuple(alias_of) if any(t is not None for t in alias_of) else None
+        self.single_tensor_return = len(rets) == 1 and str(rets[0].type) == "Tensor"
+        self.gen_pos = next((i for i, a in enumerate(pos_args) if "Generator" in str(a.type)), None)
+        self.gen_kw = next((a.name for a in kw_args if "Generator" in str(a.type)), None)
+        self.seeded_no_gen = (torch.Tag.nondeterministic_seeded in op.tags and self.gen_pos is None
+                              and self.gen_kw is None)
+        base = name.split("::", 1)[-1]
+        self.allow_cpu_list = base in _INDEX_OPS
+        self.device_pos = next((i for i, a in enumerate(pos_args) if "Device" in str(a.type)), None)
+        self.device_kw = next((a.name for a in kw_args if "Device" in str(a.type)), None)
+        self.fallback = None if self.kind != "compute" else _fallback.fallback_name(op, mode)
+        # the common case: no generator, no device argument, no list arguments, one Tensor result
+        self.simple = (self.gen_pos is None and self.gen_kw is None and not self.seeded_no_gen
+                       and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
+                       and self.returns_alias is None and self.single_tensor_return
+                       and not any(str(a.type) in _LIST_TYPES for a in args))
+
+
+def plan_for(op, mode: str = "plain") -> Plan:
+    """The cached :class:`Plan` of ``op`` (``mode``: see ``_fallback.fallback_name``)."""
+    plan = _plans.get(op)
+    if plan is None:
+        plan = _plans[op] = Plan(op, mode)
+    return plan
+
+
+def mixed_device_error(a, b) -> RuntimeError:
+    """torch's mixed-device error, worded as for CUDA."""
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
+
+
+class _Conv:
+    """Argument conversion state for one call."""
+
+    __slots__ = ("index", "aliases")
+
+    def __init__(self):
+        self.index = None
+        self.aliases = None
+
+
+def _to_host(t, conv: _Conv, allow_cpu: bool):
+    dev = t.device
+    if dev.type == _NPU:
+        idx = dev.index
+        if conv.index is None:
+            conv.index = idx
+        elif conv.index != idx:
+            raise mixed_device_error(f"npu:{conv.index}", f"npu:{idx}")
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        return _retag(t, _KDL_CPU, 0)
+    if dev.type == "cpu" and t.dim() != 0 and not allow_cpu:
+        if conv.aliases is None:
+            conv.aliases = []
+        conv.aliases.append(t)  # remembered: reported as a mixed-device error once a device is known
+    return t
+
+
+def _convert(x, conv: _Conv, is_tensor_slot: bool, allow_cpu: bool):
+    if isinstance(x, _Tensor):
+        return _to_host(x, conv, allow_cpu)
+    if isinstance(x, (list, tuple)):
+        if x and any(isinstance(e, _Tensor) for e in x):
+            return [(_to_host(e, conv, allow_cpu) if isinstance(e, _Tensor) else e) for e in x]
+        return x
+    if is_tensor_slot and isinstance(x, (int, float, bool, complex)):
+        return torch.tensor(x)  # a Python number arrived in a Tensor position (wrapped number)
+    if isinstance(x, torch.device) and x.type == _NPU:
+        if conv.index is None and x.index is not None:
+            conv.index = _state.check_index(x.index)
+        return torch.device("cpu")
+    return x
+
+
+def _check_cpu_mix(conv: _Conv):
+    if conv.aliases:
+        idx = conv.index if conv.index is not None else _state.current_device()
+        raise mixed_device_error(f"npu:{idx}", "cpu")
+
+
+def _wrap_out(res, index: int, plan: Plan, args, kwargs):
+    """Map a CPU result back to device tensors."""
+    ra = plan.returns_alias
+    if ra is not None:
+        if isinstance(res, _Tensor):
+            tgt = ra[0]
+            return (args[tgt[1]] if tgt[0] == "pos" else kwargs[tgt[1]]) if tgt else _adopt(res, index)
+        out = []
+        for i, r in enumerate(res):
+            tgt = ra[i] if i < len(ra) else None
+            if tgt is not None:
+                out.append(args[tgt[1]] if tgt[0] == "pos" else kwargs[tgt[1]])
+            else:
+                out.append(_new_out(r, index))
+        return tuple(out)
+    return _new_out(res, index)
+
+
+def _new_out(r, index):
+    if isinstance(r, _Tensor):
+        if r.device.type == "cpu":
+            return _adopt(r, index)
+        return r
+    if isinstance(r, (list, tuple)):
+        vals = [_new_out(e, index) for e in r]
+        return tuple(vals) if isinstance(r, tuple) else vals
+    return r
+
+
+_host_for_read = _memory.host_for_read
+
+
+def _fast(plan: Plan, args: tuple, kwargs: dict):
+    """The generic path for ``plan.simple`` ops (elementwise, matmul, reductions...)."""
+    index = None
+    cargs = list(args)
+    tpos = plan.tensor_pos
+    written = plan.written_pos
+    for i, a in enumerate(args):
+        if isinstance(a, _Tensor):
+            if a.is_cpu:
+                if a.dim() != 0:
+                    raise mixed_device_error(f"npu:{index if index is not None else _state.current_device()}", "cpu")
+                continue
+            idx = a.get_device()
+            if index is None:
+                index = idx
+            elif idx != index:
+                raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
+            if a.is_conj() or a.is_neg():
+                a = a.resolve_conj().resolve_neg()
+            cargs[i] = _retag(a, _KDL_CPU, 0) if i in written else _host_for_read(a)
+        elif i in tpos and isinstance(a, (int, float, bool, complex)):
+            cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (pitfall 3)
+    if kwargs:
+        conv = _Conv()
+        conv.index = index
+        tkw = plan.tensor_kw
+        kwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
+        if conv.aliases:
+            _check_cpu_mix(conv)
+        index = conv.index
+    if index is None:
+        index = _state.current_device()
+    res = plan.call(*cargs, **kwargs)
+    if res.is_cpu:
+        return _adopt(res, index)
+    return res
+
+
+def run(plan: Plan, args: tuple, kwargs: dict):
+    """Execute one op call on the simulated device (the generic path)."""
+    kind = plan.kind
+    if kind == "view":
+        return plan.op.redispatch(_CPU_KS, *args, **kwargs)
+    if kind == "special":
+        return plan.special(plan.op, *args, **kwargs)
+    if plan.fallback is not None:
+        _fallback.hit(plan.fallback)
+    if plan.simple:
+        return _fast(plan, args, kwargs)
+    conv = _Conv()
+    allow = plan.allow_cpu_list
+    tpos = plan.tensor_pos
+    cargs = [_convert(a, conv, i in tpos, allow and isinstance(a, (list, tuple))) for i, a in enumerate(args)]
+    if kwargs:
+        tkw = plan.tensor_kw
+        ckwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
+    else:
+        ckwargs = kwargs
+    if conv.aliases:
+        _check_cpu_mix(conv)
+    index = conv.index
+    if index is None:
+        index = _state.current_device()
+    if plan.gen_pos is not None and plan.gen_pos < len(cargs):
+        cargs[plan.gen_pos] = _rng.check_generator(cargs[plan.gen_pos], index)
+    elif plan.gen_kw is not None:
+        ckwargs[plan.gen_kw] = _rng.check_generator(ckwargs.get(plan.gen_kw), index)
+    try:
+        if plan.seeded_no_gen:
+            res = _rng.run_with_device_state(lambda: plan.call(*cargs, **ckwargs), index)
+        else:
+            res = plan.call(*cargs, **ckwargs)
+    except RuntimeError as exc:
+        if _NOT_RESIZABLE not in str(exc) or not plan.out_kws:
+            raise
+        return _retry_out(plan, args, kwargs, cargs, ckwargs, index)
+    return _wrap_out(res, index, plan, args, kwargs)
+
+
+def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
+    """Re-run an ``out=`` op into fresh CPU outputs, then resize and fill the device outputs."""
+    fresh = {}
+    for k in plan.out_kws:
+        v = kwargs[k]
+        if isinstance(v, _Tensor):
+            fresh[k] = torch.empty(0, dtype=v.dtype)
+        else:
+            fresh[k] = [torch.empty(0, dtype=e.dtype) for e in v]
+    ckwargs = dict(ckwargs, **fresh)
+    plan.call(*cargs, **ckwargs)
+    for k in plan.out_kws:
+        dst, src = kwargs[k], fresh[k]
+        pairs = [(dst, src)] if isinstance(dst, _Tensor) else list(zip(dst, src))
+        for d, s in pairs:
+            if d.device.type == _NPU:
+                torch.ops.aten.resize_.default(d, s.shape)
+                _retag(d, _KDL_CPU, 0).copy_(s)
+            else:
+                d.resize_(s.shape).copy_(s)
+    outs = [kwargs[k] for k in plan.out_kws]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def call_on_host(op, args, kwargs=None, index: Optional[int] = None):
+    """Run ``op`` on host aliases of ``args`` and adopt new tensor outputs onto the device.
+
+    Used by special kernels (convolution, fused RNN cells) whose CPU computation is another op.
+    """
+    conv = _Conv()
+    cargs = [_convert(a, conv, False, False) for a in args]
+    ckw = {k: _convert(v, conv, False, False) for k, v in (kwargs or {}).items()}
+    _check_cpu_mix(conv)
+    idx = conv.index if conv.index is not None else (index if index is not None else _state.current_device())
+    return _new_out(op(*cargs, **ckw), idx)
+
+
+def boxed_fallback(op, *args, **kwargs):
+    """The PrivateUse1 backend fallback kernel registered with ``Library("_", "IMPL").fallback``."""
+    plan = _plans.get(op)
+    if plan is None:
+        plan = plan_for(op)
+    return run(plan, args, kwargs)
+
+
+def direct_kernel(op, mode: str = "plain"):
+    """A per-op kernel for ``Library("aten", "IMPL").impl`` (skips the boxed-fallback lookup)."""
+    plan = plan_for(op, mode)
+
+    def kernel(*args, **kwargs):
+        return run(plan, args, kwargs)
+
+    kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"
+    return kernel

@@ -1,0 +1,100 @@
+"""The single place that registers the device guard and answers "current device" / "device count".
+
+Two implementations, chosen once at install:
+
+* the Python guard (``torch._C._acc.DeviceGuard`` subclass). torch's Python guard interface only
+  lets us report the device *type*; C++ then believes there is exactly one device. Good for
+  ``devices == 1``; the current device is tracked per thread here.
+* the optional C++ guard from :mod:`ascend_compat.simulator._cext` (``load_guard(num_devices)``),
+  used when ``devices > 1`` and it can be built. It tells C++ (autograd engine, DeviceGuard) the real
+  device count and current device, so backward on ``npu:1`` works. When it cannot be built (no C++
+  compiler), the simulator offers one device and ``load_guard`` logs why more were refused.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Optional
+
+import torch
+
+_local = threading.local()
+_device_count = 1
+_cxx = None  # object with current_device() / set_device(i) / device_count(), or None
+
+
+class PythonDeviceGuard(torch._C._acc.DeviceGuard):
+    """Reports the PrivateUse1 device type to C++ (all torch's Python guard interface allows)."""
+
+    def type_(self):
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+class PrivateUse1Hooks(torch._C._acc.PrivateUse1Hooks):
+    """The backend hooks torch queries: the simulated NPU is built and available."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+def choose(num_devices: int):
+    """Pick the guard for ``num_devices``; return the Python guard object to register with torch.
+
+    Returns None when the C++ guard took over registration itself.
+    """
+    global _device_count, _cxx
+    _device_count = num_devices
+    if num_devices > 1:
+        try:
+            from ascend_compat.simulator import _cext  # optional, owned by the multi-device helper
+        except ImportError:
+            _cext = None
+        if _cext is not None and hasattr(_cext, "load_guard"):
+            _cxx = _cext.load_guard(num_devices)
+        if _cxx is None:
+            # Without the C++ guard, autograd on npu:1.. hits an INTERNAL ASSERT; offer one
+            # device instead (load_guard has logged why) so scripts fail early and clearly.
+            _device_count = 1
+    return PythonDeviceGuard()
+
+
+def cxx_guard_active() -> bool:
+    """True when the C++ guard is in use (autograd on every device index works)."""
+    return _cxx is not None
+
+
+def device_count() -> int:
+    """Number of simulated devices."""
+    return _device_count
+
+
+def current_device() -> int:
+    """The calling thread's current device index."""
+    if _cxx is not None:
+        return _cxx.current_device()
+    return getattr(_local, "index", 0)
+
+
+def set_device(index: int) -> None:
+    """Make ``index`` the calling thread's current device (no range check; see ``_state``)."""
+    if _cxx is not None:
+        _cxx.set_device(index)
+    else:
+        _local.index = index
+
+
+def cxx_guard() -> Optional[object]:
+    """The loaded C++ guard object, or None."""
+    return _cxx
+
+
+def register(guard) -> None:
+    """Register the backend hooks and (unless the C++ guard is active) the Python device guard."""
+    torch._C._acc.register_python_privateuseone_hook(PrivateUse1Hooks())
+    if _cxx is None and guard is not None:
+        torch._C._acc.register_python_privateuseone_device_guard(guard)

@@ -1,0 +1,382 @@
+"""Device memory of the simulated NPU: host storage re-tagged as ``npu`` through DLPack.
+
+A device tensor is a plain ``torch.Tensor`` whose storage is host memory imported from a DLPack
+capsule whose device field was rewritten to (kDLExtDev, index); torch maps kDLExtDev to
+PrivateUse1. The reverse retag gives a zero-copy CPU alias.
+
+Every device allocation goes through :func:`allocate` or :func:`adopt` (the funnel): the float64
+policy, the capacity check and the exact accounting live there. Accounting uses a weakref callback
+on the *host* tensor exported into the capsule: torch keeps that tensor's Python object alive (PyObject
+preservation) for as long as the capsule's owner, the device storage, lives, so the callback fires
+exactly when the last device view dies. A storage deleter written with ctypes would run Python while
+C++ may be unwinding an exception; weakref callbacks are safe then (pitfall 6).
+
+Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
+Nothing is cached, so "reserved" equals "allocated".
+
+Interface for ``npu_api``: ``host_alias``, ``to_device``, ``memory_stats``, ``memory_allocated``,
+``max_memory_allocated``, ``reset_peak_memory_stats``, ``reset_accumulated_memory_stats``,
+``capacity``, ``set_capacity``.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+import warnings
+import weakref
+from typing import Dict, Optional
+
+import torch
+
+KDL_CPU = 1
+KDL_EXT_DEV = 12
+_DEVICE_OFFSET = 8  # offsetof(DLTensor, device): after the `void* data` pointer
+
+_to_dlpack = torch._C._to_dlpack
+_from_dlpack = torch._C._from_dlpack
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_DEVTYPE = ctypes.c_int32 * 2
+_CAPSULE_NAME = b"dltensor"
+# PyCapsule is {PyObject_HEAD; void *pointer; ...}: reading the pointer field directly is 3x
+# cheaper than calling PyCapsule_GetPointer through ctypes. Checked against it at install.
+_CAPSULE_POINTER_OFFSET = ctypes.sizeof(ctypes.c_ssize_t) + ctypes.sizeof(ctypes.c_void_p)
+_void_p_at = ctypes.c_void_p.from_address
+_i64_at = ctypes.c_int64.from_address
+
+_SMALL_SIZE = 1 << 20  # torch_npu's kSmallSize: blocks up to 1 MiB come from the small pool
+
+_lock = threading.RLock()
+_live: Dict[int, tuple] = {}  # id(weakref) -> (weakref, index, block, requested)
+_hosts: Dict[int, "weakref.ref"] = {}  # data_ptr -> weakref to the host tensor behind a device allocation
+_f64_override: Optional[str] = None
+_f64_mode = "error"
+_num_devices = 0
+
+_NARROW = (torch.float64, torch.complex128)
+
+
+def _retag_checked(t: torch.Tensor, device_type: int, index: int) -> torch.Tensor:
+    """Reference implementation of :func:`_retag` through the C API (used by the self-check)."""
+    capsule = _to_dlpack(t)
+    ptr = _get_pointer(capsule, _CAPSULE_NAME)
+    if ptr != _void_p_at(id(capsule) + _CAPSULE_POINTER_OFFSET).value:
+        raise RuntimeError("PyCapsule layout differs from the one the simulator reads")
+    dev = _DEVTYPE.from_address(ptr + _DEVICE_OFFSET)
+    dev[0] = device_type
+    dev[1] = index
+    return _from_dlpack(capsule)
+
+
+def _retag(t: torch.Tensor, device_type: int, index: int) -> torch.Tensor:
+    capsule = _to_dlpack(t)
+    ptr = _void_p_at(id(capsule) + _CAPSULE_POINTER_OFFSET).value
+    # DLDevice {int32 device_type; int32 device_id} as one little-endian int64 store
+    _i64_at(ptr + _DEVICE_OFFSET).value = device_type | (index << 32)
+    return _from_dlpack(capsule)
+
+
+def host_for_read(t: torch.Tensor) -> torch.Tensor:
+    """A CPU alias of npu tensor ``t`` for *reading*: the allocation's own host tensor when ``t``
+    covers exactly that memory with the same geometry (no retag), else a fresh retag.
+
+    Never pass the result to a kernel that may resize or re-point it: the host tensor's storage
+    is resizable, and resizing it would leave the device storage dangling.
+    """
+    ref = _hosts.get(t.data_ptr())
+    if ref is not None:
+        h = ref()
+        if h is not None and h.dtype == t.dtype and h.shape == t.shape and h.stride() == t.stride():
+            return h
+    return _retag(t, KDL_CPU, 0)
+
+
+def host_alias(t: torch.Tensor) -> torch.Tensor:
+    """Zero-copy CPU tensor aliasing the memory of npu tensor ``t`` (same sizes, strides, dtype).
+
+    The alias does not require grad and has its own version counter; writes through it are seen
+    by ``t``. Non-npu tensors are returned unchanged.
+    """
+    if t.device.type != "npu":
+        return t
+    if t.is_conj() or t.is_neg():
+        raise RuntimeError("internal: host_alias of a conj/neg view; resolve it first")
+    return _retag(t, KDL_CPU, 0)
+
+
+# --- accounting ---------------------------------------------------------------------------
+
+# Counters per device, flat for speed: for each of the pools "all", "small_pool", "large_pool"
+# (offset 0, 12, 24): block bytes, allocation count and requested bytes, each as
+# current/peak/allocated/freed. There is no cache, so block bytes are also the "reserved" and
+# "active" bytes and the allocation count is also the segment/active count.
+_POOLS = ("all", "small_pool", "large_pool")
+_GROUPS = ("bytes", "count", "requested")
+_FIELDS = ("current", "peak", "allocated", "freed")
+_NCOUNTERS = 36
+
+
+class _DeviceStats:
+    __slots__ = ("c", "num_ooms", "capacity")
+
+    def __init__(self):
+        self.c = [0] * _NCOUNTERS
+        self.num_ooms = 0
+        self.capacity: Optional[int] = None
+
+    def add(self, block, requested):
+        c = self.c
+        for base in (0, 12 if block <= _SMALL_SIZE else 24):
+            for off, n in ((0, block), (4, 1), (8, requested)):
+                i = base + off
+                cur = c[i] + n
+                c[i] = cur
+                c[i + 2] += n
+                if cur > c[i + 1]:
+                    c[i + 1] = cur
+
+    def sub(self, block, requested):
+        c = self.c
+        for base in (0, 12 if block <= _SMALL_SIZE else 24):
+            c[base] -= block
+            c[base + 3] += block
+            c[base + 4] -= 1
+            c[base + 7] += 1
+            c[base + 8] -= requested
+            c[base + 11] += requested
+
+    def get(self, group, pool, field):
+        return self.c[_POOLS.index(pool) * 12 + _GROUPS.index(group) * 4 + _FIELDS.index(field)]
+
+
+_devices: list = []
+
+
+def init(num_devices: int, capacity: Optional[int], float64: str) -> None:
+    """Set up per-device accounting (called once by ``install``)."""
+    global _num_devices, _f64_mode
+    _num_devices = num_devices
+    _f64_mode = float64
+    _devices[:] = [_DeviceStats() for _ in range(num_devices)]
+    for d in _devices:
+        d.capacity = capacity
+
+
+def round_size(nbytes: int) -> int:
+    """Block size torch_npu's caching allocator uses for a request of ``nbytes`` (0 stays 0)."""
+    if nbytes == 0:
+        return 0
+    size = nbytes + 32
+    return 512 * ((size + 511) // 512)
+
+
+def format_size(size: int) -> str:
+    """c10's ``format_size``: bytes up to 1 KiB, then KiB/MiB/GiB with two decimals."""
+    if size <= 1024:
+        return f"{size} bytes"
+    if size <= 1048576:
+        return f"{size / 1024.0:.2f} KiB"
+    if size <= 1073741824:
+        return f"{size / 1048576.0:.2f} MiB"
+    return f"{size / 1073741824.0:.2f} GiB"
+
+
+def _oom(index: int, block: int) -> None:
+    d = _devices[index]
+    d.num_ooms += 1
+    total = d.capacity or 0
+    allocated = d.c[0]
+    raise torch.OutOfMemoryError(
+        f"NPU out of memory. Tried to allocate {format_size(block)} (NPU {index}; "
+        f"{format_size(total)} total capacity; {format_size(allocated)} already allocated; "
+        f"{format_size(allocated)} current active; "
+        f"{format_size(max(0, total - allocated))} free; "
+        f"{format_size(allocated)} reserved in total by PyTorch)."
+        "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation."
+    )
+
+
+def _release(ref) -> None:
+    with _lock:
+        entry = _live.pop(id(ref), None)
+        if entry is not None:
+            _, index, block, requested, ptr = entry
+            _devices[index].sub(block, requested)
+            if _hosts.get(ptr) is ref:
+                del _hosts[ptr]
+
+
+def _track(host: torch.Tensor, index: int, requested: int) -> None:
+    block = round_size(requested)
+    if block == 0:
+        return
+    with _lock:
+        d = _devices[index]
+        if d.capacity is not None and d.c[0] + block > d.capacity:
+            _oom(index, block)
+        ref = weakref.ref(host, _release)
+        ptr = host.data_ptr()
+        _live[id(ref)] = (ref, index, block, requested, ptr)
+        if host.storage_offset() == 0:
+            _hosts[ptr] = ref
+        d.add(block, requested)
+
+
+def _check_capacity(index: int, requested: int) -> None:
+    d = _devices[index]
+    if d.capacity is not None:
+        block = round_size(requested)
+        with _lock:
+            if d.c[0] + block > d.capacity:
+                _oom(index, block)
+
+
+# --- float64 policy -------------------------------------------------------------------------
+
+def float64_mode() -> str:
+    """The float64 policy in force (a ``policy()`` override wins over the install setting)."""
+    return _f64_override or _f64_mode
+
+
+@contextlib.contextmanager
+def override_float64(mode: str):
+    """Temporarily use another float64 policy (process-wide; meant for tests)."""
+    global _f64_override
+    old = _f64_override
+    _f64_override = mode
+    try:
+        yield
+    finally:
+        _f64_override = old
+
+
+def _check_dtype(dtype: torch.dtype, numel: int) -> None:
+    if dtype not in _NARROW:
+        return
+    mode = _f64_override or _f64_mode
+    # "error" lets through the single values PyTorch internals compute in float64 on the device
+    # (printing, GradScaler, pinv/lstsq tolerances): 0-dim tensors and views of them.
+    if mode == "allow" or (mode == "error" and numel <= 1):
+        return
+    name = "float64" if dtype == torch.float64 else "complex128"
+    if mode == "warn":
+        warnings.warn(
+            f"{name} tensor created on the simulated NPU: Ascend NPUs do not support {name} in most "
+            "operators; use float32 (policy 'warn', ASCEND_COMPAT_SIM_FLOAT64)", UserWarning, stacklevel=3)
+        return
+    raise TypeError(
+        f"{name} tensors are not supported on Ascend NPU (the simulator's float64 policy is {mode!r}"
+        + (", which allows only single values" if mode == "error" else "")
+        + f"). Convert to float32 before moving to npu (e.g. .float()), or simulate anyway with "
+        "install(float64='allow') / ASCEND_COMPAT_SIM_FLOAT64=allow."
+    )
+
+
+# --- the funnel -------------------------------------------------------------------------------
+
+def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
+    """New uninitialised npu tensor on device ``index`` (stride None = contiguous)."""
+    if dtype in _NARROW:
+        n = 1
+        for d in size:
+            n *= d
+        _check_dtype(dtype, n)
+    if stride is None:
+        host = torch.empty(size, dtype=dtype)
+    else:
+        host = torch.empty_strided(size, stride, dtype=dtype)
+    nbytes = host.untyped_storage().nbytes()
+    if nbytes:
+        _track(host, index, nbytes)
+    return _retag(host, KDL_EXT_DEV, index)
+
+
+def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
+    """Turn a freshly computed CPU tensor into an npu tensor on ``index`` (zero-copy, accounted)."""
+    if host.dtype in _NARROW:
+        _check_dtype(host.dtype, host.numel())
+    nbytes = host.untyped_storage().nbytes()
+    if nbytes:
+        _track(host, index, nbytes)
+    return _retag(host, KDL_EXT_DEV, index)
+
+
+def to_device(cpu_tensor: torch.Tensor, index: int) -> torch.Tensor:
+    """Zero-copy npu alias of ``cpu_tensor`` on device ``index``; its memory is accounted as an allocation.
+
+    The CPU tensor and the result share memory; the policy and capacity checks apply.
+    """
+    if cpu_tensor.device.type != "cpu":
+        raise ValueError(f"to_device expects a CPU tensor, got one on {cpu_tensor.device}")
+    return adopt(cpu_tensor, index)
+
+
+# --- statistics (torch.cuda.memory_stats-style) ----------------------------------------------
+
+def memory_stats(index: int) -> dict:
+    """Flat dict like ``torch.cuda.memory_stats``: ``"allocated_bytes.all.current"`` etc., plus ``num_ooms``."""
+    d = _devices[index]
+    out = {}
+    with _lock:
+        for pool in _POOLS:
+            for field in _FIELDS:
+                nbytes, count, req = (d.get(g, pool, field) for g in _GROUPS)
+                for name in ("allocated_bytes", "reserved_bytes", "active_bytes"):
+                    out[f"{name}.{pool}.{field}"] = nbytes
+                for name in ("allocation", "segment", "active"):
+                    out[f"{name}.{pool}.{field}"] = count
+                out[f"requested_bytes.{pool}.{field}"] = req
+                out[f"inactive_split.{pool}.{field}"] = 0
+                out[f"inactive_split_bytes.{pool}.{field}"] = 0
+        out["num_ooms"] = d.num_ooms
+        out["num_alloc_retries"] = 0
+        out["num_device_alloc"] = d.get("count", "all", "allocated")
+        out["num_device_free"] = d.get("count", "all", "freed")
+        out["num_sync_all_streams"] = 0
+        out["max_split_size"] = -1
+        out["oversize_allocations.current"] = out["oversize_allocations.peak"] = 0
+        out["oversize_allocations.allocated"] = out["oversize_allocations.freed"] = 0
+        out["oversize_segments.current"] = out["oversize_segments.peak"] = 0
+        out["oversize_segments.allocated"] = out["oversize_segments.freed"] = 0
+    return dict(sorted(out.items()))
+
+
+def memory_allocated(index: int) -> int:
+    """Bytes currently allocated on device ``index`` (torch_npu block sizes)."""
+    return _devices[index].c[0]
+
+
+def max_memory_allocated(index: int) -> int:
+    """Peak of :func:`memory_allocated` since start or the last peak reset."""
+    return _devices[index].c[1]
+
+
+def reset_peak_memory_stats(index: int) -> None:
+    """Set every peak counter of device ``index`` to its current value."""
+    with _lock:
+        c = _devices[index].c
+        for i in range(0, _NCOUNTERS, 4):
+            c[i + 1] = c[i]
+
+
+def reset_accumulated_memory_stats(index: int) -> None:
+    """Zero the "allocated"/"freed" totals and ``num_ooms`` of device ``index``."""
+    with _lock:
+        d = _devices[index]
+        for i in range(0, _NCOUNTERS, 4):
+            d.c[i + 2] = d.c[i + 3] = 0
+        d.num_ooms = 0
+
+
+def capacity(index: int) -> Optional[int]:
+    """Simulated capacity of device ``index`` in bytes, or None (unlimited)."""
+    return _devices[index].capacity
+
+
+def set_capacity(index: int, nbytes: Optional[int]) -> None:
+    """Set (or with None remove) the simulated capacity of device ``index``."""
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0):
+        raise ValueError(f"capacity must be a positive int or None, got {nbytes!r}")
+    _devices[index].capacity = nbytes

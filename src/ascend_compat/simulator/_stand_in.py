@@ -1,0 +1,139 @@
+"""Make ``import torch_npu`` and torch_npu's distribution metadata resolve to the simulator's stand-in.
+
+:func:`install_stand_in` puts a finder at the front of ``sys.meta_path`` that
+- resolves ``torch_npu`` to :mod:`ascend_compat.simulator.torch_npu`, ``torch_npu.npu`` (and
+  ``torch_npu.npu.<sub>``) to the simulated ``torch.npu`` modules, and other ``torch_npu.<x>`` to
+  ``ascend_compat.simulator.torch_npu.<x>`` when such a module exists;
+- answers ``importlib.metadata`` for the distribution ``torch_npu``/``torch-npu`` with the emulated
+  version (transformers' ``_is_package_available`` and accelerate's ``find_spec`` check these).
+It does not add ``torch_npu`` to ``sys.modules`` until someone imports it, as with a real install.
+The simulator core calls this at the end of ``install()``; calling it again is a no-op.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import importlib.util
+import pathlib
+import re
+import sys
+import types
+from typing import Iterator, Optional
+
+_PKG = "ascend_compat.simulator.torch_npu"
+_SUMMARY = "Simulated torch_npu stand-in provided by ascend-compat (no Ascend hardware or CANN involved)"
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def emulated_version(torch_npu_version: Optional[str] = None) -> str:
+    """The version string the stand-in reports: the configured one (padded to x.y.z), else the newest table."""
+    version = torch_npu_version
+    if version is None:
+        try:
+            from ascend_compat import data
+
+            version = data.npu_api_versions()[-1]
+        except Exception:
+            version = "2.14"
+    parts = version.split(".")
+    while len(parts) < 3:
+        parts.append("0")
+    return ".".join(parts)
+
+
+class _StandInDistribution(importlib.metadata.Distribution):
+    def __init__(self, version: str):
+        self._version = version
+
+    def read_text(self, filename: str) -> Optional[str]:
+        if filename == "METADATA":
+            return (f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {self._version}\n"
+                    f"Summary: {_SUMMARY}\nRequires-Dist: torch\n")
+        if filename == "top_level.txt":
+            return "torch_npu\n"
+        if filename == "INSTALLER":
+            return "ascend-compat-simulator\n"
+        return None
+
+    def locate_file(self, path) -> pathlib.Path:
+        return pathlib.Path(importlib.util.find_spec(_PKG).submodule_search_locations[0]).parent / str(path)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, target: types.ModuleType):
+        self._target = target
+
+    def create_module(self, spec):
+        return self._target
+
+    def exec_module(self, module) -> None:
+        return None
+
+
+class StandInFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``torch_npu`` imports and metadata to the simulator's stand-in."""
+
+    def __init__(self, version: str):
+        self.version = version
+
+    def _target(self, fullname: str) -> Optional[types.ModuleType]:
+        if fullname == "torch_npu":
+            return importlib.import_module(_PKG)
+        if fullname == "torch_npu.npu" or fullname.startswith("torch_npu.npu."):
+            import torch
+
+            if not hasattr(torch, "npu"):
+                return None
+            return sys.modules.get("torch" + fullname[len("torch_npu"):])
+        if fullname.startswith("torch_npu."):
+            inner = _PKG + fullname[len("torch_npu"):]
+            try:
+                if importlib.util.find_spec(inner) is None:
+                    return None
+            except ModuleNotFoundError:
+                return None
+            return importlib.import_module(inner)
+        return None
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch_npu" and not fullname.startswith("torch_npu."):
+            return None
+        module = self._target(fullname)
+        if module is None:
+            return None
+        is_pkg = hasattr(module, "__path__") or fullname in ("torch_npu", "torch_npu.npu")
+        spec = importlib.util.spec_from_loader(fullname, _AliasLoader(module), is_package=is_pkg)
+        spec.origin = getattr(module, "__file__", None) or "ascend-compat simulated torch_npu"
+        return spec
+
+    def find_distributions(self, context=None) -> Iterator[importlib.metadata.Distribution]:
+        name = getattr(context, "name", None)
+        if name is None or _normalize(name) == "torch_npu":
+            yield _StandInDistribution(self.version)
+
+
+_finder: Optional[StandInFinder] = None
+
+
+def install_stand_in(torch_npu_version: Optional[str] = None) -> None:
+    """Register the ``torch_npu`` finder (idempotent) and set the stand-in's ``__version__``."""
+    global _finder
+    version = emulated_version(torch_npu_version)
+    pkg = importlib.import_module(_PKG)
+    pkg.__version__ = version
+    pkg._simulated = True
+    if _finder is None:
+        _finder = StandInFinder(version)
+        sys.meta_path.insert(0, _finder)
+    else:
+        _finder.version = version
+    importlib.invalidate_caches()
+
+
+def is_stand_in_installed() -> bool:
+    return _finder is not None and _finder in sys.meta_path

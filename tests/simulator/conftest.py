@@ -1,0 +1,22 @@
+"""Install the simulated NPU once for this pytest process (the install is process-global and
+irreversible; tests that need another configuration run in subprocesses, see ``_subproc``)."""
+from __future__ import annotations
+
+import pytest
+
+
+def _install():
+    from ascend_compat import simulator
+
+    if not simulator.is_installed():
+        simulator.install()
+    return simulator
+
+
+_install()
+
+
+@pytest.fixture
+def sim():
+    """The installed ``ascend_compat.simulator`` module."""
+    return _install()

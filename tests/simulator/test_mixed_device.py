@@ -1,0 +1,44 @@
+"""Mixed-device errors with torch's (CUDA) wording; the CPU scalars and index tensors CUDA allows."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+MSG = "Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu!"
+
+
+@pytest.mark.parametrize("fn", [
+    lambda n, c: n + c,
+    lambda n, c: c * n,
+    lambda n, c: torch.matmul(n, c),
+    lambda n, c: torch.cat([n, c]),
+    lambda n, c: torch.where(n > 0, n, c),
+    lambda n, c: n.add_(c),
+    lambda n, c: torch.nn.functional.linear(n, c),
+], ids=["add", "rmul", "matmul", "cat", "where", "add_", "linear"])
+def test_npu_and_cpu_tensors_raise(fn):
+    n = torch.ones(2, 2, device="npu")
+    c = torch.ones(2, 2)
+    with pytest.raises(RuntimeError) as exc:
+        fn(n, c)
+    assert MSG in str(exc.value)
+
+
+def test_cpu_scalars_and_index_tensors_are_allowed():
+    n = torch.arange(6.0, device="npu")
+    assert (n * torch.tensor(2.0)).device.type == "npu"
+    idx = torch.tensor([0, 5])
+    assert n[idx].tolist() == [0.0, 5.0]
+    n[idx] = torch.tensor(9.0, device="npu")
+    assert n.tolist() == [9.0, 1.0, 2.0, 3.0, 4.0, 9.0]
+    n.index_put_((idx,), torch.tensor([7.0, 8.0], device="npu"))
+    assert n[0].item() == 7.0
+
+
+def test_copy_between_devices_is_not_an_error():
+    n = torch.zeros(3, device="npu")
+    n.copy_(torch.arange(3.0))
+    assert n.tolist() == [0.0, 1.0, 2.0]
+    c = torch.empty(3)
+    c.copy_(n)
+    assert c.tolist() == [0.0, 1.0, 2.0]

@@ -1,0 +1,95 @@
+"""The ``torch_npu`` stand-in: import, metadata and find_spec while the simulated NPU is installed."""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+
+import pytest
+import torch
+
+from _subproc import check, run_python
+
+
+@pytest.fixture(autouse=True)
+def _installed(sim):
+    return sim
+
+
+def test_import_torch_npu_gives_the_stand_in():
+    import torch_npu
+
+    assert torch_npu._simulated is True
+    assert torch_npu.npu is torch.npu
+    assert torch_npu.__version__ == importlib.metadata.version("torch_npu")
+    assert torch_npu.__version__.count(".") >= 2
+
+
+def test_distribution_metadata_and_find_spec():
+    assert importlib.util.find_spec("torch_npu") is not None
+    dist = importlib.metadata.distribution("torch-npu")
+    assert dist.metadata["Name"] == "torch_npu"
+    assert "simulated" in dist.metadata["Summary"].lower()
+    assert importlib.metadata.version("torch-npu") == importlib.metadata.version("torch_npu")
+    assert "torch_npu" in importlib.metadata.packages_distributions()
+    assert any(d.metadata["Name"] == "torch_npu" for d in importlib.metadata.distributions())
+
+
+def test_submodules_resolve_to_the_simulated_modules():
+    import torch_npu.npu
+    from torch_npu.npu.amp import autocast
+
+    assert torch_npu.npu is torch.npu
+    assert autocast is torch.npu.amp.autocast
+    assert importlib.import_module("torch_npu.npu.memory") is torch.npu.memory
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("torch_npu.no_such_module")
+
+
+def test_fused_ops_are_re_exported_and_unknown_custom_ops_are_named():
+    import torch_npu
+    from ascend_compat.simulator.torch_npu import fused
+
+    for name in fused.__all__:
+        assert getattr(torch_npu, name) is getattr(fused, name)
+    x = torch.randn(2, 8, device="npu")
+    gamma = torch.ones(8, device="npu")
+    out = torch_npu.npu_rms_norm(x, gamma)[0]
+    ref = x.cpu() * torch.rsqrt(x.cpu().pow(2).mean(-1, keepdim=True) + 1e-6)
+    torch.testing.assert_close(out.cpu(), ref)
+    assert hasattr(torch_npu, "npu_no_such_op") is False
+    with pytest.raises(AttributeError, match="no CPU reference"):
+        torch_npu.npu_no_such_op  # noqa: B018
+
+
+def test_hf_style_detection_sees_an_npu():
+    # what transformers' is_torch_npu_available and accelerate's is_npu_available check
+    assert importlib.util.find_spec("torch_npu") is not None
+    importlib.metadata.version("torch_npu")
+    import torch_npu  # noqa: F401
+
+    assert torch.npu.is_available()
+
+
+def test_without_the_simulator_torch_npu_is_not_importable():
+    out = check(run_python("""
+        import importlib.util, importlib.metadata
+        import ascend_compat
+        print(importlib.util.find_spec("torch_npu") is None)
+        try:
+            importlib.metadata.version("torch_npu")
+            print("found")
+        except importlib.metadata.PackageNotFoundError:
+            print("absent")
+    """))
+    assert out.split() == ["True", "absent"]
+
+
+def test_stand_in_reports_the_emulated_version_in_metadata():
+    out = check(run_python("""
+        import ascend_compat.simulator as sim
+        sim.install(torch_npu_version="2.6")
+        import importlib.metadata, torch_npu
+        print(torch_npu.__version__, importlib.metadata.version("torch_npu"))
+    """))
+    assert out.split() == ["2.6.0", "2.6.0"]
