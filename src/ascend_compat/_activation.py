@@ -2,8 +2,9 @@
 
 At import (:func:`at_import`):
 
-1. ``ASCEND_COMPAT_NO_PATCH=1``: no shim (the simulator is still installed if
-   ``ASCEND_COMPAT_SIMULATE=1`` asks for it);
+1. ``ASCEND_COMPAT_NO_PATCH=1``, or this process is the ``ascend-compat`` command itself: no shim
+   at import (the simulator is still installed if ``ASCEND_COMPAT_SIMULATE=1`` asks for it; the
+   ``run`` command activates the shim itself);
 2. otherwise, if an NPU backend is present or requested (the simulator, or an installed
    ``torch_npu``): translate the environment (before the backend initialises), install/import the
    backend, apply the patches;
@@ -11,6 +12,8 @@ At import (:func:`at_import`):
 """
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 from ascend_compat import _config
@@ -31,9 +34,25 @@ def decide() -> str | None:
     return None
 
 
+def launched_as_cli() -> bool:
+    """True when this process is the ``ascend-compat`` command itself (console script or
+    ``python -m ascend_compat``): commands decide for themselves (``run`` activates; ``check``,
+    ``doctor``... must not import torch_npu just because the package was imported)."""
+    argv0 = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if argv0 in ("ascend-compat", "ascend-compat.exe", "ascend-compat-script.py"):
+        return True
+    orig = getattr(sys, "orig_argv", None) or []
+    for i, arg in enumerate(orig[:-1]):
+        if arg == "-m":
+            return orig[i + 1] in ("ascend_compat", "ascend_compat.__main__")
+        if not arg.startswith("-") and i > 0:
+            break
+    return False
+
+
 def at_import() -> None:
-    if _config.no_patch_requested():
-        log.debug("ASCEND_COMPAT_NO_PATCH is set: shim not activated")
+    if launched_as_cli() or _config.no_patch_requested():
+        log.debug("shim not activated at import (ascend-compat command, or ASCEND_COMPAT_NO_PATCH)")
         if _config.simulate_requested():
             from ascend_compat import simulator
 

@@ -160,3 +160,27 @@ def test_undo_exists():
     assert ascend_compat.deactivate() > 0
     assert torch.device("cuda").type == "cuda"
     ascend_compat.activate("simulator")
+
+
+def test_values_bound_before_activation_are_reached(tmp_path, monkeypatch):
+    """transfer_to_npu is import-order sensitive: `from torch.cuda import is_available` taken
+    before the import keeps CUDA semantics. Ours rebinds such names in loaded modules."""
+    import ascend_compat
+
+    ascend_compat.deactivate()
+    (tmp_path / "acs_user_mod.py").write_text(
+        "from torch.cuda import is_available, manual_seed\nfrom torch import randn\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import acs_user_mod
+
+    native = acs_user_mod.is_available
+    ascend_compat.activate("simulator")
+    try:
+        assert acs_user_mod.is_available() is True
+        assert acs_user_mod.randn(2, device="cuda").device.type == "npu"
+        acs_user_mod.manual_seed(1)
+    finally:
+        ascend_compat.deactivate()
+    assert acs_user_mod.is_available is native
+    ascend_compat.activate("simulator")
+    sys.modules.pop("acs_user_mod", None)

@@ -17,7 +17,7 @@ if not simulator.is_installed():
     simulator.install()
 
 from ascend_compat.ecosystem import flash_attn as fa  # noqa: E402
-from ascend_compat.ecosystem.flash_attn import bert_padding  # noqa: E402
+from ascend_compat.ecosystem.flash_attn import bert_padding, rotary  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 ATOL = {torch.float16: 3e-3, torch.bfloat16: 2.5e-2, torch.float32: 2e-5}
@@ -260,7 +260,7 @@ def test_unsupported_features_raise_clearly():
         fa.flash_attn_func(q, k, v, softcap=30.0)
     with pytest.raises(NotImplementedError, match="block_table"):
         fa.flash_attn_with_kvcache(q, k, v, block_table=torch.zeros(1, 1, dtype=torch.int32))
-    with pytest.raises(NotImplementedError, match="rotary"):
+    with pytest.raises(RuntimeError, match="rotary.*new k and v"):
         fa.flash_attn_with_kvcache(q, k, v, rotary_cos=torch.zeros(4, 4), rotary_sin=torch.zeros(4, 4))
     with pytest.raises(RuntimeError, match="fp16 and bf16"):
         fa.flash_attn_func(*(t.cpu().double() for t in (q, k, v)))
@@ -305,3 +305,100 @@ def test_unpad_varlen_pad_equals_masked_dense():
     assert_close(out[:1, :4], ref0, 2e-5, "row 0")
     assert_close(out[1:], ref1, 2e-5, "row 1")
     assert torch.all(out[0, 4:].cpu() == 0)
+
+
+def _rope_reference(x, pos, theta, interleaved):
+    """Rotary embedding by complex multiplication (interleaved pairs) or rotate_half (NeoX halves)."""
+    x = x.cpu().double()
+    rd = 2 * theta.shape[0]
+    ang = pos.view(*pos.shape, 1, 1).double() * theta.double()  # [b, s, 1, rd/2]
+    rot = x[..., :rd]
+    if interleaved:
+        z = torch.view_as_complex(rot.reshape(*rot.shape[:-1], rd // 2, 2).contiguous())
+        out = torch.view_as_real(z * torch.polar(torch.ones_like(ang), ang)).flatten(-2)
+    else:
+        cos, sin = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+        x1, x2 = rot[..., : rd // 2], rot[..., rd // 2:]
+        out = rot * cos + torch.cat([-x2, x1], -1) * sin
+    return torch.cat([out, x[..., rd:]], -1)
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+def test_with_kvcache_rotary(interleaved, causal):
+    b, s_cache, h, d, rd = 2, 10, 2, 16, 8
+    g = torch.Generator().manual_seed(0)
+    theta = 1.0 / (10000 ** (torch.arange(0, rd, 2).float() / rd))
+    positions = torch.arange(32).float()
+    cos = torch.cos(positions[:, None] * theta).to("npu")
+    sin = torch.sin(positions[:, None] * theta).to("npu")
+    k_cache = torch.randn(b, s_cache, h, d, generator=g).to("npu")
+    v_cache = torch.randn(b, s_cache, h, d, generator=g).to("npu")
+    k_before = k_cache.cpu().clone()
+    q = torch.randn(b, 2, h, d, generator=g).to("npu")
+    k_new = torch.randn(b, 2, h, d, generator=g).to("npu")
+    v_new = torch.randn(b, 2, h, d, generator=g).to("npu")
+    seqlens = torch.tensor([3, 6], dtype=torch.int32).to("npu")
+    out = fa.flash_attn_with_kvcache(q, k_cache, v_cache, k_new, v_new, rotary_cos=cos, rotary_sin=sin,
+                                     cache_seqlens=seqlens, causal=causal, rotary_interleaved=interleaved)
+    for i, n in enumerate([3, 6]):
+        kpos = torch.tensor([[n, n + 1]])
+        qpos = kpos if causal else torch.tensor([[n, n]])
+        k_rot = _rope_reference(k_new[i:i + 1], kpos, theta, interleaved)
+        q_rot = _rope_reference(q[i:i + 1], qpos, theta, interleaved)
+        assert_close(k_cache[i, n:n + 2], k_rot[0], 1e-5, "rotated k written to the cache")
+        assert torch.equal(k_cache[i, :n].cpu(), k_before[i, :n])
+        keys = torch.cat([k_before[i:i + 1, :n].double(), k_rot], 1)
+        ref, _, _ = reference(q_rot, keys, v_cache[i:i + 1, :n + 2], causal=causal)
+        assert_close(out[i:i + 1], ref, 2e-5, "kvcache rotary out")
+
+
+def _tables(n, rd, dtype):
+    theta = 1.0 / (10000 ** (torch.arange(0, rd, 2).float() / rd))
+    ang = torch.arange(n).float()[:, None] * theta
+    return theta, ang.cos().to(dtype).to("npu"), ang.sin().to(dtype).to("npu")
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+def test_apply_rotary_dense_and_offsets(interleaved, dtype):
+    theta, cos, sin = _tables(16, 8, torch.float32)
+    cos, sin = cos.to(dtype), sin.to(dtype)
+    x = torch.randn(2, 5, 3, 12, generator=torch.Generator().manual_seed(0)).to(dtype).to("npu")
+    offsets = torch.tensor([0, 4], dtype=torch.int32).to("npu")
+    out = rotary.apply_rotary(x, cos, sin, seqlen_offsets=offsets, interleaved=interleaved)
+    pos = torch.arange(5).view(1, 5) + torch.tensor([[0], [4]])
+    # the reference uses float64 angles; the tables above are rounded to `dtype`
+    assert_close(out, _rope_reference(x, pos, theta, interleaved), 2e-3 if dtype == torch.float16 else 2e-5, "rope")
+    back = rotary.apply_rotary(out, cos, sin, seqlen_offsets=offsets, interleaved=interleaved, conjugate=True)
+    assert_close(back, x.cpu().double(), 5e-3 if dtype == torch.float16 else 1e-5, "conjugate inverts")
+    y = x.clone()
+    assert rotary.apply_rotary_emb(y, cos, sin, interleaved=interleaved, inplace=True, seqlen_offsets=2) is y
+    assert_close(y, _rope_reference(x, torch.arange(5).view(1, 5) + 2, theta, interleaved),
+                 2e-3 if dtype == torch.float16 else 2e-5, "inplace")
+    with pytest.raises(RuntimeError, match="same dtype"):
+        rotary.apply_rotary(x, cos.float() if dtype != torch.float32 else cos.half(), sin)
+
+
+def test_apply_rotary_varlen_and_packed_helpers():
+    theta, cos, sin = _tables(16, 4, torch.float32)
+    x = torch.randn(7, 2, 8, generator=torch.Generator().manual_seed(1)).to("npu")
+    cu = torch.tensor([0, 3, 7], dtype=torch.int32).to("npu")
+    out = rotary.apply_rotary(x, cos, sin, cu_seqlens=cu, max_seqlen=4, seqlen_offsets=1)
+    expected = torch.cat([_rope_reference(x[:3].unsqueeze(0), torch.arange(3).view(1, 3) + 1, theta, False)[0],
+                          _rope_reference(x[3:].unsqueeze(0), torch.arange(4).view(1, 4) + 1, theta, False)[0]])
+    assert_close(out, expected, 2e-5, "varlen rope")
+    qkv = torch.randn(2, 5, 3, 2, 8, generator=torch.Generator().manual_seed(2)).to("npu")
+    original = qkv.clone()
+    rotary.apply_rotary_emb_qkv_(qkv, cos, sin)
+    pos = torch.arange(5).view(1, 5).expand(2, 5)
+    assert_close(qkv[:, :, 0], _rope_reference(original[:, :, 0], pos, theta, False), 2e-5, "q")
+    assert_close(qkv[:, :, 1], _rope_reference(original[:, :, 1], pos, theta, False), 2e-5, "k")
+    assert torch.equal(qkv[:, :, 2].cpu(), original[:, :, 2].cpu())
+    emb = rotary.RotaryEmbedding(4).to("npu")
+    qkv2 = original.clone().requires_grad_(False)
+    out = emb(qkv2.clone())
+    assert_close(out[:, :, 0], _rope_reference(original[:, :, 0], pos, theta, False), 2e-5, "RotaryEmbedding")
+    leaf = original.clone().requires_grad_(True)
+    rotary.apply_rotary_emb(leaf[:, :, 0], cos, sin).sum().backward()
+    assert leaf.grad is not None and leaf.grad[:, :, 1].abs().sum() == 0

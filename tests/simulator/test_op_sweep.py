@@ -305,8 +305,9 @@ def _flat(out):
 
 
 #: ops computing in float64 on the device by design (rejected under the default policy, as Ascend
-#: rejects float64): float_power itself; renorm's backward accumulates in float64 on non-CUDA devices.
-FLOAT64_OPS = {"float_power", "renorm"}
+#: rejects float64): float_power itself; renorm's backward accumulates in float64 on non-CUDA devices;
+#: torch >= 2.14 expands quantile's q as a float64 tensor on the input's device.
+FLOAT64_OPS = {"float_power", "renorm", "quantile", "nanquantile"}
 
 
 @pytest.mark.parametrize("kind,name", CASES, ids=[n for _, n in CASES])

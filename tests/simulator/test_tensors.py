@@ -150,3 +150,14 @@ def test_channels_last_and_non_contiguous():
     assert torch.equal(n.cpu(), c)
     t = torch.randn(5, 7)[:, ::2]
     assert torch.equal(t.npu().cpu(), t)
+
+
+def test_conjugate_and_negative_views():
+    c = torch.complex(torch.arange(3.0), torch.ones(3))
+    n = c.npu()
+    assert n.conj().is_conj()
+    assert torch.equal((n.conj() * 2).cpu(), c.conj() * 2)
+    assert torch.equal(n.conj().resolve_conj().cpu(), c.conj().resolve_conj())
+    assert torch.equal(n.conj().imag.cpu(), c.conj().imag)
+    assert "device='npu:0'" in repr(n.conj())
+    assert torch.equal(torch._neg_view(n).cpu(), -c)

@@ -36,16 +36,14 @@ from ascend_compat.analysis.rules import libraries
 ANALYZER_VERSION = "1"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
-_LIB_WORDS = "|".join(sorted(re.escape(n) for n in libraries.TOP_LEVEL_NAMES if n != "cuda"))
-TRIGGER = re.compile(
-    r"cuda|nccl|float64|double|complex128|dataparallel|data_parallel|channels_last|\bjit\b|reduceop"
-    r"|reduce-overhead|max-autotune|nvidia|torch\s*\.\s*load\b|\.cuh?['\"]"
-    r"|\.to\(\s*\d|device\s*\(\s*\d|device\s*=\s*\d"
-    r"|^[ \t]*from[ \t]+torch[\w.]*[ \t]+import\b|^[ \t]*import[ \t]+torch[\w.]*[ \t]+as\b"
-    rf"|\b(?:{_LIB_WORDS})\b",
-    re.I | re.M)
+#: lower-case words: a file containing none of them (and no import of a listed library or renamed
+#: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
+KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
+            "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
+            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"')
+_EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
+_IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 _BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
-_IMPORT_CHUNK = re.compile(r"(?:import|from)\s|(?:try|if)\b[^\n]*:[^\n]*\n(?:[ \t]+[^\n]*\n)*?[ \t]+(?:import|from)\s")
 #: parse everything when the selected statements cover more than this share of the file
 _FULL_PARSE_SHARE = 0.6
 
@@ -96,59 +94,194 @@ def _chunks(text: str) -> List[Tuple[int, int]]:
     return [(s, merged[i + 1] if i + 1 < len(merged) else len(text)) for i, s in enumerate(merged)]
 
 
-def _analyse_python(path: str, text: str, opts: ScanOptions, cell=None, analyzer=None):
-    """Findings for Python source; SyntaxError propagates (only from a full parse)."""
+def _lines_of(text: str, positions: List[int]) -> List[int]:
+    """Sorted, de-duplicated 1-based line numbers of sorted offsets."""
+    out = []
+    line, prev = 1, 0
+    for p in positions:
+        line += text.count("\n", prev, p)
+        prev = p
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _lines_of_all(text: str, positions: List[int]) -> List[int]:
+    """1-based line numbers of sorted offsets (one per offset)."""
+    out = []
+    line, prev = 1, 0
+    for p in positions:
+        line += text.count("\n", prev, p)
+        prev = p
+        out.append(line)
+    return out
+
+
+def hot_positions(text: str) -> Tuple[List[int], bool]:
+    """Offsets of trigger words and import lines, and whether the file can have findings at all."""
+    low = text.lower()
+    pos = []
+    for kw in KEYWORDS:
+        i = low.find(kw)
+        while i != -1:
+            pos.append(i)
+            i = low.find(kw, i + 1)
+    pos.extend(m.start() for m in _EXTRA.finditer(low))
+    relevant = bool(pos)
+    i = text.find("import")
+    while i != -1:
+        start = text.rfind("\n", 0, i) + 1
+        m = _IMPORT_LINE.match(text, start)
+        if m is not None and m.end() > i:
+            pos.append(start)
+            if not relevant:
+                mod = m.group(1) or m.group(2)
+                root = mod.split(".", 1)[0]
+                if root in libraries.TOP_LEVEL_NAMES or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
+                    relevant = True
+        i = text.find("import", max(i + 6, m.end() if m is not None else 0))
+    pos.sort()
+    return pos, relevant
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _name_positions(text: str, names) -> List[int]:
+    """Offsets where any of ``names`` occurs as a whole identifier."""
+    out = []
+    n = len(text)
+    for name in names:
+        k = len(name)
+        i = text.find(name)
+        while i != -1:
+            if (i == 0 or not _is_word_char(text[i - 1])) and (i + k >= n or not _is_word_char(text[i + k])):
+                out.append(i)
+            i = text.find(name, i + k)
+    out.sort()
+    return out
+
+
+def _analyse_python(path: str, text: str, opts: ScanOptions):
+    """Findings for Python source; SyntaxError propagates (only from a whole-file parse)."""
     from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
 
-    own = analyzer is None
-    if own:
-        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, cell)
-    matches = [m.start() for m in TRIGGER.finditer(text)]
-    if not matches:
-        return analyzer.finish() if own else []
+    base, relevant = hot_positions(text)
+    if not relevant:
+        return []
     total_lines = text.count("\n") + 1
-    spans = _chunks(text) if total_lines > 200 and own else [(0, len(text))]
-    if len(spans) > 1:
-        result = _analyse_chunks(path, text, spans, matches, analyzer, total_lines)
-        if result is not None:
+    spans = _chunks(text) if total_lines > 200 else [(0, len(text))]
+    seeds: set = set()
+    for _ in range(5):
+        extra = _name_positions(text, seeds)
+        positions = sorted(base + extra) if extra else base
+        hot = _lines_of(text, positions)
+        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
+        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines)):
+            analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
+            analyzer.feed(_parse(text, path))
+        new = analyzer.dynamic_names - seeds
+        if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
             return analyzer.finish()
-        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, cell)
-    analyzer.feed(_parse(text, path))
-    return analyzer.finish() if own else []
+        seeds |= new
+    return analyzer.finish()
 
 
-def _analyse_chunks(path, text, spans, matches, analyzer, total_lines) -> Optional[bool]:
-    starts = [s for s, _ in spans]
-    selected = {bisect.bisect_right(starts, p) - 1 for p in matches}
-    imports = {i for i, (s, _) in enumerate(spans) if _IMPORT_CHUNK.match(text, s)}
-    selected |= imports
+def _touches(spans: List[Tuple[int, int]], lines: List[int]) -> bool:
+    """Whether any line falls inside any (lo, hi) span."""
+    if not spans or not lines:
+        return False
+    spans = sorted(spans)
+    los = [lo for lo, _ in spans]
+    his = []
+    m = 0
+    for _, hi in spans:
+        m = max(m, hi)
+        his.append(m)
+    for ln in lines:
+        k = bisect.bisect_right(los, ln) - 1
+        if k >= 0 and his[k] >= ln:
+            return True
+    return False
 
-    def lines_of(idx):
-        s, e = spans[idx]
-        return text.count("\n", s, e)
 
-    if sum(lines_of(i) for i in selected) > _FULL_PARSE_SHARE * total_lines:
+_MEMBER_SPLIT_MIN_LINES = 60
+
+
+def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
+    """Member statements of a top-level class chunk as [(start, end)], header first; None = do not split."""
+    if not text.startswith("class", s):
         return None
-    done: set = set()
-    searched: set = set()
-    todo = sorted(selected, key=lambda i: (i not in imports, i))
-    while todo:
-        for i in todo:
-            s, e = spans[i]
-            lineno = text.count("\n", 0, s)
-            try:
-                tree = _parse("\n" * lineno + text[s:e], path)
-            except (SyntaxError, ValueError):
-                return None
-            analyzer.feed(tree)
-            done.add(i)
-        names = analyzer.extra_triggers() - searched
-        searched |= names
-        todo = []
-        if names:
-            rx = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(n) for n in sorted(names)))
-            more = {bisect.bisect_right(starts, m.start()) - 1 for m in rx.finditer(text)} - done
-            todo = sorted(more)
+    nl = text.find("\n", s, e)
+    if nl == -1:
+        return None
+    m = re.compile(r"^([ \t]+)\S", re.M).search(text, nl + 1, e)
+    if m is None:
+        return None
+    ind = re.escape(m.group(1))
+    rx = re.compile(r"^%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind, re.M)
+    starts = [x.start() for x in rx.finditer(text, nl + 1, e)]
+    merged: List[int] = []
+    for st in starts:
+        if merged and text.startswith("@", merged[-1] + len(m.group(1))):
+            continue
+        merged.append(st)
+    if len(merged) < 2:
+        return None
+    bounds = [s] + merged + [e]
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
+    """Parse and visit only the statements holding ``positions``; False = do a full parse.
+
+    Top-level statements are the unit; a long class is split further into its member statements,
+    each parsed inside an ``if 1:`` block so that line and column numbers stay those of the file.
+    """
+    starts = [st for st, _ in spans]
+    selected = sorted({bisect.bisect_right(starts, p) - 1 for p in positions})
+    pieces: List[Tuple[int, int, bool]] = []  # (start, end, wrapped in "if 1:")
+    skipped: List[Tuple[int, int]] = []
+    for i in selected:
+        st, en = spans[i]
+        mem = _members(text, st, en) if text.count("\n", st, en) > _MEMBER_SPLIT_MIN_LINES else None
+        if mem is None:
+            pieces.append((st, en, False))
+            continue
+        mstarts = [a for a, _ in mem]
+        hot = {bisect.bisect_right(mstarts, p) - 1 for p in positions[bisect.bisect_left(positions, st):
+                                                                      bisect.bisect_left(positions, en)]}
+        if 0 in hot:  # the class header itself matters: keep the class whole
+            pieces.append((st, en, False))
+            continue
+        for k, (a, b) in enumerate(mem):
+            if k in hot:
+                pieces.append((a, b, True))
+            else:
+                skipped.append((a, b))
+    if sum(text.count("\n", a, b) for a, b, _ in pieces) > _FULL_PARSE_SHARE * total_lines:
+        return False
+    chosen = set(selected)
+    for i, (st, en) in enumerate(spans):  # what was not parsed counts as skipped
+        if i not in chosen:
+            skipped.append((st, en))
+    skipped.sort()
+    offsets = sorted({a for a, _, _ in pieces} | {a for a, _ in skipped})
+    line_at = dict(zip(offsets, (ln - 1 for ln in _lines_of_all(text, offsets))))
+    trees = []
+    for a, b, wrapped in pieces:
+        lineno = line_at[a]
+        src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
+        try:
+            trees.append(_parse(src, path))
+        except (SyntaxError, ValueError):
+            return False
+    for a, b in skipped:
+        lo = line_at[a] + 1
+        analyzer.skipped.append((lo, lo + text.count("\n", a, b)))
+    for t in trees:
+        analyzer.feed(t)
     return True
 
 

@@ -24,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="install the simulated NPU first (dry-run a migration without Ascend hardware)",
     )
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    # REMAINDER so that options after the module name belong to the module (`-m pkg.train --lr 1`)
+    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS...]",
+                        help="run a library module as a script")
     parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
 
 
@@ -44,7 +46,10 @@ def _prepare(simulate: bool) -> None:
 
             simulator.install_from_env()
         return
-    _activation.activate("simulator" if simulate else None)
+    choice = "simulator" if simulate else _activation.decide()
+    if choice is None:  # no NPU here: run unchanged (CUDA or CPU), like `python SCRIPT`
+        return
+    _activation.activate(choice)
 
 
 def _strip_own_frames(exc: BaseException) -> None:
@@ -57,26 +62,38 @@ def _strip_own_frames(exc: BaseException) -> None:
         exc.__traceback__ = tb
 
 
-def main(args: argparse.Namespace) -> int:
-    import runpy
-
+def parse_target(args: argparse.Namespace, prog: str = "run"):
+    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped), or None after printing why it is unusable."""
     target = list(args.target)
+    if args.module is not None:  # `-m MODULE ARGS...`: everything after -m
+        if not args.module:
+            print(f"ascend-compat {prog}: -m needs a MODULE name", file=sys.stderr)
+            return None
+        args.module, target = args.module[0], list(args.module[1:]) + target
     if target[:1] == ["--"]:
         target = target[1:]
     if args.module is None and not target:
-        print("ascend-compat run: give a SCRIPT or -m MODULE to run", file=sys.stderr)
-        return 2
+        print(f"ascend-compat {prog}: give a SCRIPT or -m MODULE to run", file=sys.stderr)
+        return None
     if args.module is None and not os.path.exists(target[0]):
-        print(f"ascend-compat run: can't open file {target[0]!r}: no such file", file=sys.stderr)
-        return 2
+        print(f"ascend-compat {prog}: can't open file {target[0]!r}: no such file", file=sys.stderr)
+        return None
+    return target
 
-    _prepare(args.simulate)
+
+def run_target(module, target) -> int:
+    """Run ``-m module`` (with ``target`` as its arguments) or the script ``target[0]`` as ``__main__``.
+
+    Returns 0, or 1 (130 for KeyboardInterrupt) after printing an uncaught exception's traceback from
+    the user's first frame; ``SystemExit`` propagates, as from ``python SCRIPT``.
+    """
+    import runpy
 
     try:
-        if args.module is not None:
-            sys.argv = [args.module, *target]  # runpy replaces argv[0] with the module's path
+        if module is not None:
+            sys.argv = [module, *target]  # runpy replaces argv[0] with the module's path
             sys.path[0] = os.getcwd()
-            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
         else:
             script = target[0]
             sys.argv = target
@@ -89,3 +106,11 @@ def main(args: argparse.Namespace) -> int:
         sys.excepthook(type(exc), exc, exc.__traceback__)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    target = parse_target(args)
+    if target is None:
+        return 2
+    _prepare(args.simulate)
+    return run_target(args.module, target)

@@ -44,10 +44,10 @@ UNSUPPORTED = "unsupported_dtype"
 #: dtypes Ascend NPUs have no kernels for (torch_npu's own op tests skip them on every op).
 UNSUPPORTED_DTYPES = ("float64", "complex128")
 
-#: op (base name) -> (advice, ops the advice uses: each is native in every torch_npu table, tested).
+#: op (base name) -> (advice, aten overloads the advice runs on: each native in every torch_npu table, tested).
 REWRITES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "mode": ("for non-negative integers, torch.bincount(x).argmax() gives the same value (the smallest "
-             "of the most frequent) with native kernels", ("bincount", "argmax")),
+    "mode": ("for non-negative integers, torch.bincount(x).argmax() gives the most frequent value with "
+             "native kernels (ties: the smallest, as torch.mode returns on the CPU)", ("bincount", "argmax.out")),
     "fmax": ("torch.maximum runs natively and equals torch.fmax when no input is NaN",
              ("maximum", "maximum.out")),
     "fmin": ("torch.minimum runs natively and equals torch.fmin when no input is NaN",
@@ -115,6 +115,12 @@ class AuditReport:
     device: str = "cpu"
     backward: bool = False
 
+    @property
+    def phases(self) -> Tuple[str, ...]:
+        """``("forward",)`` or ``("forward", "backward")``: the phases in which ops were recorded."""
+        seen = {p for o in self.ops for p in o.phases}
+        return tuple(p for p in ("forward", "backward") if p in seen)
+
     def _judged(self) -> List[AuditOp]:
         return [o for o in self.ops if o.status != OTHER]
 
@@ -178,8 +184,8 @@ class AuditReport:
         ok_calls = sum(o.calls for o in judged if o.runs_on_npu)
         lines = [
             self.summary(),
-            f"  torch_npu {self.torch_npu_version} op tables; recorded on {self.device}"
-            f"{', forward and backward' if self.backward else ''}",
+            f"  torch_npu {self.torch_npu_version} op tables; recorded on {self.device} "
+            f"({' and '.join(self.phases) or 'nothing ran'})",
             f"  by distinct ops: {sum(o.runs_on_npu for o in judged)} of {len(judged)} run on the NPU "
             f"({len(self.by_status(NATIVE))} native, {len(self.by_status(COMPOSITE))} composite)",
             f"  by calls: {ok_calls} of {calls} ({_pct(ok_calls, calls)}) run on the NPU",
@@ -206,6 +212,7 @@ class AuditReport:
         judged = self._judged()
         return {
             "torch_npu_version": self.torch_npu_version, "device": self.device, "backward": self.backward,
+            "phases": list(self.phases),
             "summary": self.summary(),
             "coverage": {"by_ops": self.coverage_by_ops, "by_calls": self.coverage_by_calls,
                          "distinct_ops": len(judged), "calls": sum(o.calls for o in judged)},
@@ -254,6 +261,7 @@ class OpRecorder:
         self._native = data.native_ops(self.torch_npu_version)
         self._router = _routing.Router(_routing.table_predicate(self._native))
         self._recs: Dict[str, _Rec] = {}
+        self._routes: Dict[object, tuple] = {}
         self._lock = threading.Lock()
         self._mode = None
         self.device = "cpu"
@@ -278,17 +286,24 @@ class OpRecorder:
         return AuditReport(self.torch_npu_version, tuple(ops), self.device, self.backward)
 
     def _route(self, func):
+        """``(name, kind, composite key, note, is_view)`` of ``func`` (cached)."""
+        found = self._routes.get(func)
+        if found is not None:
+            return found
         kind, key = self._router.route(func)
         name = _routing.qualified(func)
         note = None
-        base = _routing.op_key(func)
-        equivalent = _HOST_EQUIVALENTS.get(base)
+        equivalent = _HOST_EQUIVALENTS.get(_routing.op_key(func))
         if equivalent is not None and kind == FALLBACK:
             note = f"the CPU's choice inside {equivalent}; on the NPU aten::{equivalent} runs instead"
             kind = NATIVE if equivalent in self._native else FALLBACK
-        return name, kind, key, note
+        rets = func._schema.returns
+        # views only relabel storage: a float64 tensor's view computes nothing in float64
+        is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+        found = self._routes[func] = (name, kind, key, note, is_view)
+        return found
 
-    def _record(self, func, name, kind, note, tensors, phase):
+    def _record(self, name, kind, note, is_view, tensors, phase):
         rec = self._recs.get(name)
         if rec is None:
             found = _routing.user_frame(3)
@@ -300,7 +315,7 @@ class OpRecorder:
         for t in tensors:
             dt = str(t.dtype).replace("torch.", "")
             rec.dtypes.add(dt)
-            if dt in UNSUPPORTED_DTYPES and t.dim() > 0:
+            if dt in UNSUPPORTED_DTYPES and not is_view and t.dim() > 0:
                 rec.bad.add(dt)
 
     def __enter__(self) -> "OpRecorder":
@@ -344,13 +359,13 @@ def _make_mode(recorder: OpRecorder):
             kwargs = kwargs or {}
             if _routing.reentrant(self, func):
                 return func(*args, **kwargs)
-            name, kind, key, note = recorder._route(func)
+            name, kind, key, note, is_view = recorder._route(func)
             phase = "backward" if current_node() is not None else "forward"
             if kind == COMPOSITE:
-                recorder._record(func, name, kind, note, _tensors((args, kwargs), []), phase)
+                recorder._record(name, kind, note, is_view, _tensors((args, kwargs), []), phase)
                 return _routing.run_composite(self, func, key, args, kwargs)
             out = func(*args, **kwargs)
-            recorder._record(func, name, kind, note, _tensors((args, kwargs, out), []), phase)
+            recorder._record(name, kind, note, is_view, _tensors((args, kwargs, out), []), phase)
             return out
 
     return _RecordingMode()
@@ -426,6 +441,8 @@ def audit_model(model, sample_input, torch_npu_version: Optional[str] = None, ba
                 raise ValueError("audit_model(backward=True): no output tensor requires grad (is grad mode "
                                  "off, or does the model have no trainable parameters?)")
             grad = torch.ones_like(target)
+            for p in params:  # backward then writes fresh tensors; the saved ones stay untouched
+                p.grad = None
             with recorder:
                 torch.autograd.backward(target, grad)
     finally:

@@ -63,10 +63,16 @@ DROPINS = (
             "flash_attn": f"{_IMPL}.flash_attn",
             "flash_attn.flash_attn_interface": f"{_IMPL}.flash_attn.interface",
             "flash_attn.bert_padding": f"{_IMPL}.flash_attn.bert_padding",
+            "flash_attn.layers": "",
+            "flash_attn.layers.rotary": f"{_IMPL}.flash_attn.rotary",
+            "flash_attn.ops": "",
+            "flash_attn.ops.triton": "",
+            "flash_attn.ops.triton.rotary": f"{_IMPL}.flash_attn.rotary",
         },
         "2.7.4",
-        "flash-attn's CUDA/Triton layers and ops (rotary, fused layernorm, cross-entropy) have no Ascend "
-        "build: use torch_npu.npu_rotary_mul / npu_rms_norm or the model's eager implementation.",
+        "flash-attn's other CUDA/Triton layers and ops (fused layernorm/RMSNorm, cross-entropy, fused MLP) have no "
+        "Ascend build: use torch.nn.LayerNorm / torch_npu.npu_rms_norm / torch.nn.functional.cross_entropy or the "
+        "model's eager implementation.",
     ),
     DropIn(
         "apex",
@@ -149,16 +155,18 @@ class _Loader(importlib.abc.Loader):
             setattr(module, name, getattr(impl, name))
         module.__all__ = list(names)
         module.__doc__ = impl.__doc__
+        module.__file__ = (getattr(impl, "__file__", None)
+                           or getattr(sys.modules.get(getattr(impl, "__module__", "")), "__file__", None))
         module.__ascend_compat_dropin__ = self.impl
         if module.__name__ == self.dropin.top and self.dropin.version:
             module.__version__ = self.dropin.version
         module.__getattr__ = _forwarder(module.__name__, impl, self.dropin)
-        if not isinstance(impl, types.ModuleType):
-            module.__doc__ = impl.__doc__
 
 
 def _implementation(spec: str):
     """``"pkg.module"`` -> the module; ``"pkg.module:Namespace"`` -> that attribute (a namespace class)."""
+    if not spec:  # a package level that only holds submodules
+        return types.ModuleType("ascend_compat.ecosystem._empty", "Namespace package of the drop-in.")
     module_name, _, attr = spec.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attr) if attr else module

@@ -44,13 +44,14 @@ class Plan:
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
-                 "out_kws", "device_kw", "device_pos", "written_pos", "simple")
+                 "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch")
 
     def __init__(self, op, mode: str = "plain"):
         from ascend_compat.simulator import _special_ops
 
         self.op = op
         self.call = op._op
+        self.redispatch = op._handle.redispatch_boxed
         schema = op._schema
         name = schema.name
         self.special = _special_ops.TABLE.get(f"{name}.{schema.overload_name}" if schema.overload_name
@@ -128,21 +129,20 @@ class _Conv:
 
 
 def _to_host(t, conv: _Conv, allow_cpu: bool):
-    dev = t.device
-    if dev.type == _NPU:
-        idx = dev.index
-        if conv.index is None:
-            conv.index = idx
-        elif conv.index != idx:
-            raise mixed_device_error(f"npu:{conv.index}", f"npu:{idx}")
-        if t.is_conj() or t.is_neg():
-            t = t.resolve_conj().resolve_neg()
-        return _retag(t, _KDL_CPU, 0)
-    if dev.type == "cpu" and t.dim() != 0 and not allow_cpu:
-        if conv.aliases is None:
-            conv.aliases = []
-        conv.aliases.append(t)  # remembered: reported as a mixed-device error once a device is known
-    return t
+    if t.is_cpu:
+        if t.dim() != 0 and not allow_cpu:
+            if conv.aliases is None:
+                conv.aliases = []
+            conv.aliases.append(t)  # reported as a mixed-device error once the device is known
+        return t
+    if t.is_meta:
+        return t
+    idx = t.get_device()
+    if conv.index is None:
+        conv.index = idx
+    elif conv.index != idx:
+        raise mixed_device_error(f"npu:{conv.index}", f"npu:{idx}")
+    return _memory.host_for(t, True)
 
 
 def _convert(x, conv: _Conv, is_tensor_slot: bool, allow_cpu: bool):
@@ -196,7 +196,7 @@ def _new_out(r, index):
     return r
 
 
-_host_for_read = _memory.host_for_read
+_host_for = _memory.host_for
 
 
 def _fast(plan: Plan, args: tuple, kwargs: dict):
@@ -216,9 +216,7 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
                 index = idx
             elif idx != index:
                 raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
-            if a.is_conj() or a.is_neg():
-                a = a.resolve_conj().resolve_neg()
-            cargs[i] = _retag(a, _KDL_CPU, 0) if i in written else _host_for_read(a)
+            cargs[i] = _host_for(a, i in written)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (pitfall 3)
     if kwargs:
@@ -241,7 +239,7 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     """Execute one op call on the simulated device (the generic path)."""
     kind = plan.kind
     if kind == "view":
-        return plan.op.redispatch(_CPU_KS, *args, **kwargs)
+        return plan.redispatch(_CPU_KS, *args, **kwargs)
     if kind == "special":
         return plan.special(plan.op, *args, **kwargs)
     if plan.fallback is not None:
@@ -324,10 +322,16 @@ def boxed_fallback(op, *args, **kwargs):
 
 
 def direct_kernel(op, mode: str = "plain"):
-    """A per-op kernel for ``Library("aten", "IMPL").impl`` (skips the boxed-fallback lookup)."""
-    plan = plan_for(op, mode)
+    """A per-op kernel for ``Library("aten", "IMPL").impl`` (skips the boxed-fallback lookup).
+
+    The plan is built on the first call (keeps ``install()`` fast: most ops are never called).
+    """
+    plan = None
 
     def kernel(*args, **kwargs):
+        nonlocal plan
+        if plan is None:
+            plan = plan_for(op, mode)
         return run(plan, args, kwargs)
 
     kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"

@@ -102,5 +102,6 @@ def hit(op_name: str) -> None:
         )
     if op_name not in _warned:
         _warned.add(op_name)
-        warnings.warn(WARNING.format(op=op_name), UserWarning, stacklevel=2)
+        # stacklevel 4: hit <- run <- kernel <- the Python line that called the op
+        warnings.warn(WARNING.format(op=op_name), UserWarning, stacklevel=4)
     events.notify(op_name)

@@ -93,17 +93,32 @@ def host_for_read(t: torch.Tensor) -> torch.Tensor:
     return _retag(t, KDL_CPU, 0)
 
 
+def host_for(t: torch.Tensor, write: bool) -> torch.Tensor:
+    """The CPU alias the generic kernel passes for npu tensor ``t`` (conj/neg bits kept)."""
+    if t.is_conj() or t.is_neg():
+        return _lazy_bits(t, _retag(t, KDL_CPU, 0))
+    return _retag(t, KDL_CPU, 0) if write else host_for_read(t)
+
+
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """Zero-copy CPU tensor aliasing the memory of npu tensor ``t`` (same sizes, strides, dtype).
 
     The alias does not require grad and has its own version counter; writes through it are seen
-    by ``t``. Non-npu tensors are returned unchanged.
+    by ``t``. A conjugate/negative view keeps its lazy bit on the alias (DLPack exports the raw
+    memory). Non-npu tensors are returned unchanged.
     """
     if t.device.type != "npu":
         return t
-    if t.is_conj() or t.is_neg():
-        raise RuntimeError("internal: host_alias of a conj/neg view; resolve it first")
-    return _retag(t, KDL_CPU, 0)
+    return _lazy_bits(t, _retag(t, KDL_CPU, 0))
+
+
+def _lazy_bits(t: torch.Tensor, host: torch.Tensor) -> torch.Tensor:
+    """Re-apply ``t``'s conjugate/negative bits to its raw-memory CPU alias ``host``."""
+    if t.is_conj():
+        host = host.conj()
+    if t.is_neg():
+        host = torch._neg_view(host)
+    return host
 
 
 # --- accounting ---------------------------------------------------------------------------
@@ -128,14 +143,22 @@ class _DeviceStats:
 
     def add(self, block, requested):
         c = self.c
-        for base in (0, 12 if block <= _SMALL_SIZE else 24):
-            for off, n in ((0, block), (4, 1), (8, requested)):
-                i = base + off
-                cur = c[i] + n
-                c[i] = cur
-                c[i + 2] += n
-                if cur > c[i + 1]:
-                    c[i + 1] = cur
+        for b in (0, 12 if block <= _SMALL_SIZE else 24):  # unrolled per group: this is the hot path
+            cur = c[b] + block
+            c[b] = cur
+            c[b + 2] += block
+            if cur > c[b + 1]:
+                c[b + 1] = cur
+            cur = c[b + 4] + 1
+            c[b + 4] = cur
+            c[b + 6] += 1
+            if cur > c[b + 5]:
+                c[b + 5] = cur
+            cur = c[b + 8] + requested
+            c[b + 8] = cur
+            c[b + 10] += requested
+            if cur > c[b + 9]:
+                c[b + 9] = cur
 
     def sub(self, block, requested):
         c = self.c
@@ -294,7 +317,12 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
 
 
 def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
-    """Turn a freshly computed CPU tensor into an npu tensor on ``index`` (zero-copy, accounted)."""
+    """Turn a freshly computed CPU tensor into an npu tensor on ``index`` (zero-copy, accounted).
+
+    Lazy conjugate/negative bits are materialised first: DLPack exports raw memory only.
+    """
+    if host.is_conj() or host.is_neg():
+        host = host.resolve_conj().resolve_neg()
     if host.dtype in _NARROW:
         _check_dtype(host.dtype, host.numel())
     nbytes = host.untyped_storage().nbytes()

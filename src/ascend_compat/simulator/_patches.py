@@ -25,7 +25,7 @@ def _patch_tensor_str():
 
     def _tensor_str(self, indent):
         if self.device.type == "npu":
-            self = _memory.host_alias(self.detach().resolve_conj().resolve_neg())
+            self = _memory.host_alias(self.detach())
         return orig(self, indent)
 
     ts._tensor_str = _tensor_str

@@ -27,30 +27,34 @@ _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 def _device_index(device) -> int:
     if device is None:
         return _state.current_device()
+    index = device.index if isinstance(device, torch.device) else None
+    if index is not None and 0 <= index < _state.device_count():
+        return index  # the common case, without check_index's parsing
     return _state.check_index(device)
+
+
+_PLAIN_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 
 
 def _empty(op, size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
     index = _device_index(device)
-    dtype = dtype if dtype is not None else torch.get_default_dtype()
-    if memory_format is not None and memory_format not in (torch.contiguous_format, torch.preserve_format):
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    if memory_format not in _PLAIN_FORMATS:
         stride = torch.empty(size, device="meta", memory_format=memory_format).stride()
         return _memory.allocate(tuple(size), stride, dtype, index)
-    return _memory.allocate(tuple(size), None, dtype, index)
+    return _memory.allocate(size, None, dtype, index)
 
 
 def _empty_strided(op, size, stride, dtype=None, layout=None, device=None, pin_memory=None):
     index = _device_index(device)
-    dtype = dtype if dtype is not None else torch.get_default_dtype()
-    return _memory.allocate(tuple(size), tuple(stride), dtype, index)
+    if dtype is None:
+        dtype = torch.get_default_dtype()
+    return _memory.allocate(size, stride, dtype, index)
 
 
 def _host(t):
-    if t.device.type == "npu":
-        if t.is_conj() or t.is_neg():
-            t = t.resolve_conj().resolve_neg()
-        return _memory.host_alias(t)
-    return t
+    return _memory.host_alias(t) if t.device.type == "npu" else t
 
 
 def _copy_from(op, self, dst, non_blocking=False):

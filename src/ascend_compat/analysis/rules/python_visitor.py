@@ -13,6 +13,7 @@ be fed several syntax trees of the same file (the scanner parses only the statem
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -47,6 +48,10 @@ ENV_GETTERS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.en
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
+_STMTS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.stmt))
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 class _Scope:
     __slots__ = ("aliases", "idx", "ancestors", "kind")
 
@@ -55,6 +60,15 @@ class _Scope:
         self.idx = idx
         self.ancestors = ancestors
         self.kind = kind
+
+
+_TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp_extension", "triton",
+                   "numba", "torch.load", "torch.distributed")
+
+
+def needs_tracking(q: str) -> bool:
+    """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word."""
+    return q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
 
 
 def _is_device_name(name: str) -> bool:
@@ -83,8 +97,14 @@ class PyAnalyzer:
     """Collects findings for one Python source; call :meth:`feed` per tree, then :meth:`finish`."""
 
     def __init__(self, path: str, text: str, torch_npu_version: Optional[str] = None,
-                 cell: Optional[int] = None):
+                 cell: Optional[int] = None, hot_lines: Optional[List[int]] = None):
+        """``hot_lines``: sorted line numbers that may matter; statements touching none of them are
+        skipped (recorded in :attr:`skipped`). None = visit everything."""
         self.path = path
+        self.hot = hot_lines
+        self.skipped: List[Tuple[int, int]] = []
+        #: names whose uses may be CUDA references without containing a trigger word
+        self.dynamic_names: Set[str] = set()
         self.text = text
         self.version = torch_npu_version
         self.cell = cell
@@ -129,7 +149,18 @@ class PyAnalyzer:
             self.cell, self.text, self._lines = cell, self._cell_texts[cell], None
 
     def visit(self, node) -> None:
-        fn = self._dispatch.get(type(node))
+        t = type(node)
+        hot = self.hot
+        if hot is not None and t in _STMTS:
+            lo = node.lineno
+            if t in _DEFS and node.decorator_list:
+                lo = node.decorator_list[0].lineno
+            hi = node.end_lineno or lo
+            i = bisect.bisect_left(hot, lo)
+            if i == len(hot) or hot[i] > hi:
+                self.skipped.append((lo, hi))
+                return
+        fn = self._dispatch.get(t)
         if fn is not None:
             fn(node)
         else:
@@ -165,6 +196,8 @@ class PyAnalyzer:
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
         self.scopes[-1].aliases[name] = qual
+        if qual is not None and qual != name and needs_tracking(qual):
+            self.dynamic_names.add(name)
 
     def qual(self, node) -> Optional[str]:
         """Fully qualified name of a Name/Attribute chain rooted in an import, else None."""
@@ -181,6 +214,18 @@ class PyAnalyzer:
             attrs.reverse()
             return base + "." + ".".join(attrs)
         return base
+
+    def _segment(self, node) -> Optional[str]:
+        """Source text of a node (like ast.get_source_segment, without re-splitting the file)."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        l1, l2 = node.lineno, getattr(node, "end_lineno", None)
+        if l2 is None or not (0 < l1 <= l2 <= len(self._lines)):
+            return None
+        seg = [ln.encode("utf-8") for ln in self._lines[l1 - 1:l2]]
+        seg[-1] = seg[-1][:node.end_col_offset]
+        seg[0] = seg[0][node.col_offset:]
+        return b"\n".join(seg).decode("utf-8", "replace")
 
     def _col(self, line: int, col_offset: int) -> int:
         if self._lines is None:
@@ -361,6 +406,7 @@ class PyAnalyzer:
             if _is_device_name(name):
                 self._report_devices(nodes)
             else:
+                self.dynamic_names.add(name)
                 self.candidates.setdefault(("device", self.scopes[-1].idx, name), []).extend(
                     (n, self.cell) for n in nodes)
         bnodes = self._backend_nodes(value)
@@ -368,6 +414,7 @@ class PyAnalyzer:
             if _BACKEND_NAME.search(name):
                 self._report_backends(bnodes)
             else:
+                self.dynamic_names.add(name)
                 self.candidates.setdefault(("backend", self.scopes[-1].idx, name), []).extend(
                     (n, self.cell) for n in bnodes)
 
@@ -377,12 +424,14 @@ class PyAnalyzer:
             if _is_device_name(attr):
                 self._report_devices(nodes)
             else:
+                self.dynamic_names.add(attr)
                 self.attr_candidates.setdefault(("device", attr), []).extend((n, self.cell) for n in nodes)
         bnodes = self._backend_nodes(value)
         if bnodes:
             if _BACKEND_NAME.search(attr):
                 self._report_backends(bnodes)
             else:
+                self.dynamic_names.add(attr)
                 self.attr_candidates.setdefault(("backend", attr), []).extend((n, self.cell) for n in bnodes)
 
     def _return(self, node: ast.Return) -> None:
@@ -401,7 +450,7 @@ class PyAnalyzer:
                 npu = "npu" + s[4:]
                 msg = f'"{s}" used as a device'
             else:
-                src = ast.get_source_segment(self.text, n) if getattr(n, "end_lineno", None) else None
+                src = self._segment(n)
                 s = src or "cuda:<N>"
                 npu = s.replace("cuda", "npu", 1)
                 msg = f"CUDA device string built at run time ({s if len(s) < 40 else 'cuda:...'})"
@@ -708,10 +757,3 @@ class PyAnalyzer:
 
     def _ancestors(self, idx: int) -> Tuple[int, ...]:
         return self._anc.get(idx, ())
-
-    def extra_triggers(self) -> Set[str]:
-        """Module-level names whose uses elsewhere in the file may be CUDA references."""
-        out = {n for n, q in self.module.aliases.items() if q is not None and q != n and is_interesting(q)}
-        out.update(name for (_, sidx, name) in self.candidates if sidx == self.module.idx)
-        out.update(attr for (_, attr) in self.attr_candidates)
-        return out

@@ -6,6 +6,7 @@ It returns ``(rule, handling, message, suggestion)`` or None.
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional, Tuple
 
 from ascend_compat.analysis.rules import cuda_api, libraries
@@ -33,6 +34,7 @@ TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
 INTERESTING_ROOTS = ("torch", "triton", "numba", "deepspeed", "flash_attn", "os", "subprocess")
 
 
+@functools.lru_cache(maxsize=4096)
 def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classified]:
     if q == "torch.cuda" or q.startswith("torch.cuda."):
         name = q[len("torch.cuda."):] if q != "torch.cuda" else ""

@@ -50,12 +50,22 @@ class DevicePickling(Change):
 
 def _device_factory(real: type):
     tgt = target()
+    cache: dict = {}  # "cuda:0" -> device(npu:0): devices are immutable values
 
     def make_device(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and type(args[0]) is str:
+            d = cache.get(args[0])
+            if d is not None:
+                if d[1]:
+                    hit("torch.device")
+                return d[0]
         d = real(*args, **kwargs)
-        if d.type == "cuda":
+        translated = d.type == "cuda"
+        if translated:
             hit("torch.device")
-            return real(tgt, d.index) if d.index is not None else real(tgt)
+            d = real(tgt, d.index) if d.index is not None else real(tgt)
+        if len(args) == 1 and not kwargs and type(args[0]) is str and len(cache) < 256:
+            cache[args[0]] = (d, translated)
         return d
 
     return make_device

@@ -13,6 +13,8 @@ from ascend_compat.cuda_shim.devices import target, translate
 from ascend_compat.cuda_shim.patches._common import device_kwarg
 from ascend_compat.cuda_shim.registry import Patch, hit, make_wrapper
 
+_OFF = dtype_manager.DTypePolicy.OFF
+
 #: legacy type name (``torch.cuda.<Name>``) -> dtype attribute name on torch
 LEGACY_TENSOR_TYPES = {
     "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
@@ -22,13 +24,21 @@ LEGACY_TENSOR_TYPES = {
 
 
 def _to(original):
+    import torch
+
+    from ascend_compat.cuda_shim._device_type import real_device_class
+
+    device_cls = real_device_class(torch)
+
     def to(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             a = args[0]
-            n = translate(a, True)
-            if n is not a:
-                args = (n,) + args[1:]
-                hit("Tensor.to")
+            t = type(a)
+            if t is str or t is device_cls or t is int:
+                n = translate(a, True)
+                if n is not a:
+                    args = (n,) + args[1:]
+                    hit("Tensor.to")
         if kwargs:
             d = kwargs.get("device")
             if d is not None:
@@ -38,7 +48,7 @@ def _to(original):
                     hit("Tensor.to")
             if policies.CHANNELS_LAST and "memory_format" in kwargs:
                 kwargs["memory_format"] = policies.keep_contiguous(kwargs["memory_format"])
-        if dtype_manager.active():
+        if dtype_manager._POLICY is not _OFF:
             args, kwargs = _dtype_for_to(self, args, kwargs, "Tensor.to")
         return original(self, *args, **kwargs)
 

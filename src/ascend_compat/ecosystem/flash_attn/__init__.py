@@ -1,6 +1,7 @@
 """ascend-compat's flash-attn drop-in: flash-attn 2.7.4's Python API on ``torch_npu.npu_fusion_attention``.
 
-Emulated interface: flash-attn **2.7.4** (``flash_attn_interface`` and ``bert_padding``). Import it
+Emulated interface: flash-attn **2.7.4** (``flash_attn_interface``, ``bert_padding``, and the rotary
+helpers of ``layers.rotary`` / ``ops.triton.rotary`` in :mod:`.rotary`). Import it
 directly (``from ascend_compat.ecosystem.flash_attn import flash_attn_func``) or, while the
 ascend-compat shim is active and the real ``flash-attn`` is not installed, as ``flash_attn``
 itself (see :mod:`ascend_compat.ecosystem._modules`); then

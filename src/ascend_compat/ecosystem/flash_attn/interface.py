@@ -30,8 +30,7 @@ Deliberate differences: float32 inputs are accepted (flash-attn rejects them; th
 supports them). Rows with nothing to attend to give zero output, as flash-attn documents.
 
 Not supported, raising ``NotImplementedError`` that names the feature and the alternative:
-``softcap != 0``, paged KV (``block_table``), ``cache_leftpad`` together with new k/v, rotary
-embedding inside ``flash_attn_with_kvcache``. Gradients flow through the fused op's autograd
+``softcap != 0``, paged KV (``block_table``), ``cache_leftpad`` together with new k/v. Gradients flow through the fused op's autograd
 (``flash_attn_with_kvcache`` has no backward in flash-attn either).
 """
 from __future__ import annotations
@@ -329,14 +328,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     ``(B, S_new, Hk, D)`` are written into the cache *in place* at ``cache_seqlens`` (int or int32
     ``(B,)``); ``cache_batch_idx`` selects cache rows. Attention runs over each sequence's first
     ``cache_seqlens + S_new`` cache entries (from ``cache_leftpad`` on). Returns out, or
-    ``(out, softmax_lse (B, H, Sq))``. Paged KV (``block_table``) and in-kernel rotary raise
-    NotImplementedError; ``num_splits`` only tunes speed and is ignored.
+    ``(out, softmax_lse (B, H, Sq))``. Paged KV (``block_table``) raises
+    NotImplementedError; ``num_splits`` only tunes speed and is ignored. ``rotary_cos/rotary_sin``
+    ``(seqlen_ro, rotary_dim / 2)`` rotate the new k at positions ``cache_seqlens + i`` and q at the
+    same positions when causal/local, else all q tokens at ``cache_seqlens`` (flash-attn's rule).
     """
     if block_table is not None:
         raise _unsupported("paged KV cache (block_table) in flash_attn_with_kvcache")
-    if rotary_cos is not None or rotary_sin is not None:
-        raise _unsupported("rotary embedding inside flash_attn_with_kvcache (rotary_cos/rotary_sin); apply it to "
-                           "q and k before the call")
+    if (rotary_cos is None) != (rotary_sin is None):
+        raise RuntimeError("flash_attn_with_kvcache: pass both rotary_cos and rotary_sin, or neither")
+    if rotary_cos is not None and k is None:
+        raise RuntimeError("flash_attn_with_kvcache: rotary_cos/rotary_sin apply only when new k and v are passed in")
     if (k is None) != (v is None):
         raise RuntimeError("flash_attn_with_kvcache: pass both k and v, or neither")
     if k is not None and cache_seqlens is None:
@@ -362,6 +364,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if cache_leftpad is not None:
             raise _unsupported("cache_leftpad together with new k/v in flash_attn_with_kvcache")
         s_new = k.shape[1]
+        if rotary_cos is not None:
+            local = causal or tuple(window_size) != (-1, -1)
+            k = _rotary(k, rotary_cos, rotary_sin, lens, True, rotary_interleaved)
+            q = _rotary(q, rotary_cos, rotary_sin, lens, local, rotary_interleaved)
         if k.dtype != k_cache.dtype or v.dtype != v_cache.dtype:
             raise RuntimeError("flash_attn_with_kvcache: k/v must have the dtype of k_cache/v_cache")
         with torch.no_grad():
@@ -382,6 +388,35 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     if return_softmax_lse:
         return out, lse.reshape(nq, b, sq).permute(1, 0, 2).contiguous()
     return out
+
+
+def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, starts: list, advancing: bool,
+            interleaved: bool) -> torch.Tensor:
+    """flash-attn's in-kernel rotary: token ``t`` of batch ``b`` is rotated at position ``starts[b] + t``
+    (``advancing``) or ``starts[b]`` for every token; the first ``2·cos.shape[1]`` dims rotate, in
+    (0,1),(2,3)... pairs (``interleaved``) or GPT-NeoX halves; the rest pass through."""
+    b, s, _, d = x.shape
+    half = cos.shape[1]
+    rd = 2 * half
+    if cos.shape != sin.shape or rd > d:
+        raise RuntimeError(f"flash_attn_with_kvcache: rotary_cos/rotary_sin must both be (seqlen_ro, rotary_dim / 2) "
+                           f"with rotary_dim <= headdim {d}, got {list(cos.shape)} and {list(sin.shape)}")
+    offsets = torch.arange(s) if advancing else torch.zeros(s, dtype=torch.long)
+    pos = torch.tensor(starts).view(b, 1) + offsets.view(1, s)
+    if int(pos.max()) >= cos.shape[0]:
+        raise RuntimeError(f"flash_attn_with_kvcache: rotary tables hold {cos.shape[0]} positions, position "
+                           f"{int(pos.max())} is needed")
+    pos = pos.to(cos.device)
+    c = cos[pos].unsqueeze(2).float()  # [b, s, 1, half]
+    sn = sin[pos].unsqueeze(2).float()
+    rot = x[..., :rd].float()
+    if interleaved:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+        out = torch.stack([x1 * c - x2 * sn, x1 * sn + x2 * c], dim=-1).flatten(-2)
+    else:
+        x1, x2 = rot[..., :half], rot[..., half:]
+        out = torch.cat([x1 * c - x2 * sn, x1 * sn + x2 * c], dim=-1)
+    return torch.cat([out.to(x.dtype), x[..., rd:]], dim=-1)
 
 
 def _cumsum(values: list) -> list:

@@ -1,0 +1,58 @@
+"""The one report model all writers use; its JSON form is the documented ``--format json`` schema.
+
+Schema version ``1.0`` (SCHEMA.md). Additive changes bump the minor version; anything that
+renames, removes or changes the meaning of a field bumps the major version.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, Optional
+
+from ascend_compat.analysis.difficulty import rate_all, rate_file
+from ascend_compat.analysis.findings import FileResult
+
+SCHEMA_ID = "ascend-compat/check"
+SCHEMA_VERSION = "1.0"
+
+
+def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None) -> dict:
+    """The report dict: summary + the files that have findings or errors (in scan order)."""
+    from ascend_compat import __version__
+
+    results = list(results)
+    findings = [f for r in results for f in r.findings]
+    overall = rate_all(results)
+    files = []
+    for r in results:
+        if not r.findings and not r.error:
+            continue
+        rating = rate_file(r)
+        files.append({
+            "path": r.path,
+            "kind": r.kind,
+            "lines": r.lines,
+            "difficulty": {"level": rating.level, "reasons": rating.reasons},
+            "error": {"kind": r.error_kind, "message": r.error} if r.error else None,
+            "suppressed": r.suppressed,
+            "findings": [f.to_dict() for f in r.findings],
+        })
+    handling = Counter(f.handling for f in findings)
+    return {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "ascend-compat", "version": __version__},
+        "torch_npu_version": torch_npu_version,
+        "summary": {
+            "files_scanned": sum(1 for r in results if r.kind != "unknown"),
+            "files_with_findings": sum(1 for r in results if r.findings),
+            "files_with_errors": sum(1 for r in results if r.error),
+            "lines": sum(r.lines for r in results),
+            "total": len(findings),
+            "by_handling": {h: handling.get(h, 0) for h in ("auto", "partial", "manual")},
+            "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
+            "by_category": dict(sorted(Counter(f.category for f in findings).items())),
+            "suppressed": sum(r.suppressed for r in results),
+            "difficulty": {"level": overall.level, "reasons": overall.reasons},
+        },
+        "files": files,
+    }

@@ -1,0 +1,131 @@
+"""``ascend-compat audit [--torch-npu-version V] [--simulate] [--format text|json] [-o FILE] SCRIPT [ARGS...]``.
+
+Runs a script (or ``-m MODULE``) exactly like ``ascend-compat run`` does and reports how its ops
+would run on torch_npu:
+
+* default, on the CPU (no NPU, no simulator): every aten op the script runs in its main thread,
+  forward and backward, is recorded and routed against the native-op table of torch_npu ``V``
+  (``ascend_compat.doctor.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
+  ops called with dtypes Ascend has no kernels for, where each was first called, and known rewrites.
+  The script must run on the CPU (device-agnostic code such as
+  ``"cuda" if torch.cuda.is_available() else "cpu"`` does);
+* ``--simulate``: for CUDA-only scripts. The simulated NPU (emulating torch_npu ``V``) and the
+  runtime shim are installed as by ``ascend-compat run --simulate``, and a ``FallbackMonitor``
+  counts every CPU fallback per op with the first user frame. This reports fallbacks only, not
+  coverage.
+
+The report goes to standard output after the script's own output (``-o FILE`` writes it to a file
+instead, atomically). Exit status: the script's own when it fails, else 1 with
+``--fail-on-fallback`` when something falls back, else 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+HELP = "run a script and report which of its ops would fall back to the CPU on the NPU"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--torch-npu-version", metavar="V", default=None,
+                        help="torch_npu version whose operator coverage is used (default: newest known)")
+    parser.add_argument("--simulate", action="store_true",
+                        help="run on the simulated NPU (CUDA scripts) and count CPU fallbacks there")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--fail-on-fallback", action="store_true",
+                        help="exit 1 when any op falls back to the CPU (for CI)")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
+    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+
+
+def _write(text: str, output) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = os.path.abspath(output)
+    fd, tmp = tempfile.mkstemp(prefix=".audit-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _run(module, target):
+    """The script's exit code (SystemExit caught, as the interpreter would turn it into one)."""
+    from ascend_compat.cli.run import run_target
+
+    try:
+        return run_target(module, target)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+
+
+def main(args: argparse.Namespace) -> int:
+    from ascend_compat.cli.run import parse_target
+
+    target = parse_target(args, prog="audit")
+    if target is None:
+        return 2
+    if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        print(f"ascend-compat audit: cannot write {args.output!r}: its directory does not exist", file=sys.stderr)
+        return 2
+    from ascend_compat import data
+
+    requested = args.torch_npu_version
+    if requested is None and args.simulate:  # the simulator's own setting, if the user made one
+        requested = os.environ.get("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION") or None
+    try:
+        version = data.resolve_version(requested)
+    except ValueError as exc:
+        print(f"ascend-compat audit: {exc}", file=sys.stderr)
+        return 2
+
+    if args.simulate:
+        from ascend_compat.cli.run import _prepare
+
+        if args.torch_npu_version is not None:
+            os.environ["ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"] = args.torch_npu_version
+        _prepare(True)
+        from ascend_compat.doctor.fallback import FallbackMonitor
+
+        monitor = FallbackMonitor()
+        with monitor:
+            code = _run(args.module, target)
+        report = monitor.report
+        fell_back = len(report) > 0
+        if args.format == "json":
+            text = json.dumps(dict(report.to_dict(), mode="simulate", torch_npu_version=version,
+                                   exit_code=code), indent=2) + "\n"
+        else:
+            text = f"ascend-compat audit (simulated NPU, torch_npu {version}): " + report.text() + "\n"
+    else:
+        from ascend_compat.doctor.audit import OpRecorder
+
+        recorder = OpRecorder(version)
+        with recorder:
+            code = _run(args.module, target)
+        audit = recorder.report()
+        fell_back = bool(audit.fallbacks)
+        if args.format == "json":
+            text = json.dumps(dict(audit.to_dict(), mode="cpu", exit_code=code), indent=2) + "\n"
+        else:
+            text = audit.text() + "\n"
+    _write(text, args.output)
+    if code != 0:
+        return code
+    return 1 if (args.fail_on_fallback and fell_back) else 0

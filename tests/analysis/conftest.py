@@ -1,0 +1,1 @@
+"""pytest configuration for tests/analysis (helpers live in analysis_helpers.py)."""
