@@ -166,3 +166,17 @@ def test_migrated_script_runs_on_simulated_npu_without_shim(script, tmp_path):
                        env=env, timeout=300, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "device npu" in r.stdout
+
+
+def test_flash_attn_import_goes_to_the_drop_in():
+    r = migrate_source(_read(os.path.join(SCRIPTS, "llm_finetune.py")), annotate=True)
+    assert "from ascend_compat.ecosystem.flash_attn import flash_attn_func" in r.code
+    assert 'dist.init_process_group(backend="hccl")' in r.code and 'torch.device("npu", local_rank)' in r.code
+    assert "# TODO(ascend-compat): [reduce-op-avg]" in r.code
+    assert {f.rule for f in r.remaining} >= {"float64", "reduce-op-avg", "compile-cuda-graphs"}
+
+
+def test_capability_queries_are_listed_not_rewritten():
+    r = migrate_source("import torch\nmajor, minor = torch.cuda.get_device_capability()\n")
+    assert "torch.cuda.get_device_capability()" in r.code
+    assert [f.rule for f in r.remaining] == ["device-capability"]

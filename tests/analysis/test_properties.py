@@ -5,8 +5,10 @@ import ast
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+
+pytest.importorskip("hypothesis", reason="property tests need hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from ascend_compat.analysis.scan import ScanOptions, _analyse_bytes
 from ascend_compat.analysis.findings import FileResult

@@ -90,3 +90,15 @@ def test_cli_fail_on_and_output(tmp_path):
     assert p.returncode == 0 and p.stdout == "" and json.loads(out.read_text())["version"] == "2.1.0"
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
     assert "scanning" not in p.stderr  # no progress bar when stderr is not a terminal
+
+
+def test_realistic_script_report_is_actionable():
+    from analysis_helpers import SCRIPTS
+
+    rep = _report([os.path.join(SCRIPTS, "llm_finetune.py")])
+    s = rep["summary"]
+    assert s["difficulty"]["level"] == "moderate"
+    rules = {(x["line"], x["rule"], x["handling"]) for x in rep["files"][0]["findings"]}
+    assert {(6, "cuda-library", "partial"), (11, "float64", "partial"), (30, "nccl-backend", "auto"),
+            (33, "device-capability", "partial"), (45, "reduce-op-avg", "manual")} <= rules
+    assert not any(x["line"] == 48 for x in rep["files"][0]["findings"])  # torch.save is fine

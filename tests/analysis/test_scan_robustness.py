@@ -60,7 +60,7 @@ def test_coding_cookie_is_honoured():
 def test_parallel_equals_serial():
     a = scan_paths([CORPUS], jobs=1)
     targets = [r.path for r in a.files]
-    from ascend_compat.analysis.discover import Target, discover
+    from ascend_compat.analysis.discover import discover
     ts, _ = discover([CORPUS])
     many = ts * 6  # enough files for the pool path
     par = scan.scan_targets(many, jobs=2)

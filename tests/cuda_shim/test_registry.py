@@ -149,11 +149,13 @@ def test_counters_and_debug_log_once_per_call_site(caplog):
     with caplog.at_level(logging.DEBUG, logger="ascend_compat"):
         old = logger.level
         logger.setLevel(logging.DEBUG)
+        registry.refresh_debug()
         try:
             for _ in range(3):
                 registry.hit("demo", "detail")  # one call site
             registry.hit("demo")  # another
         finally:
             logger.setLevel(old)
+            registry.refresh_debug()
     assert registry.counters()["demo"] == 4
     assert len([r for r in caplog.records if "demo" in r.getMessage()]) == 2

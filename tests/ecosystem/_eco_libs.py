@@ -48,6 +48,11 @@ def run(argv: List[str], extra_env: Optional[Dict[str, str]] = None, timeout: fl
 
 def results(proc: subprocess.CompletedProcess) -> List[dict]:
     """Every ``RESULT {json}`` line the script(s) printed, in order."""
-    out = [json.loads(line[len("RESULT "):]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    decoder = json.JSONDecoder()
+    out = []
+    for line in proc.stdout.splitlines():
+        at = line.find("RESULT {")
+        if at >= 0:  # another rank's output may precede it on the same line
+            out.append(decoder.raw_decode(line, at + len("RESULT "))[0])
     assert out, f"no RESULT line\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
     return out

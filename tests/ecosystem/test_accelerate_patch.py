@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -21,6 +22,13 @@ def test_single_process_accelerator_picks_npu_under_shim():
     assert r["losses"][-1] < r["losses"][0]
 
 
+def _free_port() -> int:
+    # not 0: torchrun passes MASTER_PORT=0 to the workers, which then hang (torch 2.13, plain gloo too)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.mark.slow
 def test_accelerate_launch_two_processes_multi_npu_hccl(tmp_path):
     """Real ``accelerate launch`` (torch elastic underneath), 2 ranks on 2 simulated NPUs (~25 s)."""
@@ -28,7 +36,7 @@ def test_accelerate_launch_two_processes_multi_npu_hccl(tmp_path):
     if not Path(launcher).exists():
         launcher = shutil.which("accelerate") or pytest.skip("the accelerate console script is not on PATH")
     proc = run([launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
+                "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
                 "-m", "ascend_compat", "run", "--simulate", str(SCRIPTS / "accel_train.py")],
                timeout=240, cwd=str(tmp_path))
     ranks = sorted(results(proc), key=lambda r: r["rank"])

@@ -265,8 +265,5 @@ def test_apex_era_script_two_processes_ddp():
 @pytest.mark.slow
 def test_apex_era_script_two_processes_syncbn():
     proc = _run_script("--opt-level", "O1", nproc=2)
-    if proc.returncode != 0 and "batch_norm_stats" in proc.stderr:
-        pytest.skip("the simulated NPU lacks aten::batch_norm_stats (torch.nn.SyncBatchNorm's kernel; torch_npu "
-                    "implements it natively), reported to the simulator owner")
     r = result(proc)
     assert r["world"] == "2" and float(r["last"]) < float(r["first"])

@@ -10,7 +10,7 @@ import pytest
 
 from _eco_libs import SCRIPTS, need, results, run
 
-pytestmark = need("lightning", "lightning")
+pytestmark = [need("lightning", "lightning"), pytest.mark.xdist_group("eco-lightning")]
 SCRIPT = str(SCRIPTS / "pl_train.py")
 
 
@@ -118,3 +118,21 @@ def test_ddp_two_processes_torchrun_hccl():
         assert r["backend"] == "hccl" and r["in_sync"]
         assert r["seen"]["batch"] == r["root_device"]
         assert r["after"] < 0.5 * r["before"]
+
+
+@need("pytorch_lightning", "lightning")
+def test_standalone_pytorch_lightning_package():
+    code = (
+        "import torch, ascend_compat\n"
+        "from ascend_compat.ecosystem import lightning as npl; npl.apply()\n"
+        "import pytorch_lightning as pl\n"
+        "class M(pl.LightningModule):\n"
+        "    def __init__(s): super().__init__(); s.l = torch.nn.Linear(4, 1)\n"
+        "    def training_step(s, b, i): return s.l(b[0]).square().mean()\n"
+        "    def configure_optimizers(s): return torch.optim.SGD(s.parameters(), lr=0.1)\n"
+        "t = pl.Trainer(accelerator='gpu', devices=1, max_epochs=1, logger=False, enable_checkpointing=False,\n"
+        "               enable_progress_bar=False, enable_model_summary=False)\n"
+        "data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 4)), batch_size=4)\n"
+        "t.fit(M(), data)\n"
+        "print('PL', type(t.accelerator).__name__, t.strategy.root_device)\n")
+    assert "PL NPUAccelerator npu:0" in run(["python", "-c", code], {"ASCEND_COMPAT_SIMULATE": "1"}).stdout

@@ -6,7 +6,8 @@ import pytest
 
 from _eco_libs import SCRIPTS, need, results, run
 
-pytestmark = [need("transformers", "transformers"), need("accelerate", "transformers")]
+pytestmark = [need("transformers", "transformers"), need("accelerate", "transformers"),
+              pytest.mark.xdist_group("eco-transformers")]  # one shared subprocess report per worker
 
 
 @pytest.fixture(scope="module")

@@ -221,3 +221,31 @@ def test_ddp_trains_rank_r_on_npu_r_in_sync_and_matches_cpu(guard_built, tmp_pat
         got = torch.tensor(reports[0]["params"][name])
         assert torch.allclose(got, value, atol=1e-5), name
         assert not torch.equal(got, initial[name]), f"{name} did not train"
+
+
+def test_sync_batchnorm_two_ranks_match_cpu_batchnorm_over_both_batches(guard_built, tmp_path):
+    import torch
+
+    reports = torchrun("dist_sync_bn.py", tmp_path)
+    torch.manual_seed(0)
+    ref = torch.nn.BatchNorm2d(3, momentum=0.2)
+    ref.weight.data.uniform_(0.5, 1.5)
+    ref.bias.data.uniform_(-0.5, 0.5)
+    xs, gs = [], []
+    for r in range(WORLD):
+        data = torch.Generator().manual_seed(100 + r)
+        xs.append(torch.randn(2 + r, 3, 4, 4, generator=data) * 2 + 1)
+        gs.append(torch.randn(2 + r, 3, 4, 4, generator=data))
+    x = torch.cat(xs).requires_grad_()
+    y = ref(x)
+    y.backward(torch.cat(gs))
+    ys, xgrads = y.detach().split([2, 3]), x.grad.split([2, 3])
+    for r, rep in enumerate(reports):
+        assert rep["out_device"] == f"npu:{r}"
+        torch.testing.assert_close(torch.tensor(rep["y"]), ys[r], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(torch.tensor(rep["x_grad"]), xgrads[r], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(torch.tensor(rep["running_mean"]), ref.running_mean)
+        torch.testing.assert_close(torch.tensor(rep["running_var"]), ref.running_var)
+    # weight/bias gradients stay local in SyncBatchNorm (DDP all-reduces them): they sum to CPU's
+    torch.testing.assert_close(sum(torch.tensor(rep["weight_grad"]) for rep in reports), ref.weight.grad)
+    torch.testing.assert_close(sum(torch.tensor(rep["bias_grad"]) for rep in reports), ref.bias.grad)

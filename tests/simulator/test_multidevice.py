@@ -172,8 +172,9 @@ except RuntimeError as exc:
     lines = out.strip().splitlines()
     assert lines[0] == "1"
     assert lines[1].startswith("refused: Invalid device ID.") and "npu:1" in lines[1]
-    assert "cannot offer 2 devices, only 1" in proc.stderr
+    assert "SimulatedDeviceCountWarning: simulated NPU: cannot offer 2 devices, only 1" in proc.stderr
     assert "no C++ compiler was found (looked for 'no-such-compiler'" in proc.stderr
+    assert "pip install ninja" in proc.stderr and proc.stderr.count("cannot offer 2 devices") == 1
     assert not list(tmp_path.rglob("*.so"))
 
 
@@ -187,3 +188,25 @@ print(torch.npu.device_count())
     assert check(proc).strip().splitlines()[-1] == "1"
     assert "cannot offer 2 devices, only 1: building the multi-device guard failed" in proc.stderr
     assert "ASCEND_COMPAT_LOG_LEVEL=DEBUG" in proc.stderr
+
+
+def test_visible_devices_bound_every_device_index(guard_built):
+    # a 4-NPU node restricted to two: npu:0/npu:1 are the visible ones, npu:2 does not exist for
+    # tensor creation, set_device, generators or torch.accelerator
+    out = check(run_python("""
+        import ascend_compat.simulator as sim
+        sim.install(devices=4)
+        import torch
+        print(torch.npu.device_count(), torch.accelerator.device_count())
+        print(torch.zeros(1, device="npu:1").device)
+        for make in (lambda: torch.zeros(1, device="npu:2"), lambda: torch.ones(2).to("npu:3"),
+                     lambda: torch.npu.set_device(2), lambda: torch.Generator("npu:2")):
+            try:
+                make()
+                print("accepted")
+            except RuntimeError as exc:
+                print(str(exc).startswith("Invalid device ID."), "ASCEND_RT_VISIBLE_DEVICES" in str(exc))
+    """, env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"}, timeout=RUN_TIMEOUT))
+    lines = out.strip().splitlines()
+    assert lines[:2] == ["2 2", "npu:1"]
+    assert lines[2:] == ["True True"] * 4, out

@@ -102,6 +102,76 @@ def test_forked_child_after_init_cannot_reinitialise():
     assert out.split() == ["0", "0"]
 
 
+def test_forked_child_cannot_allocate_on_npu_after_parent_allocated():
+    out = check(run_python("""
+        import os, ascend_compat.simulator as sim, torch
+        sim.install()
+        print(torch.npu.is_initialized())  # install alone does not initialise, as import torch_npu
+        x = torch.ones(2, device="npu")  # the first allocation initialises the device
+        print(torch.npu.is_initialized())
+        pid = os.fork()
+        if pid == 0:
+            try:
+                torch.zeros(3, device="npu")
+                code = 3
+            except RuntimeError as exc:
+                code = 0 if "Cannot re-initialize NPU in forked subprocess" in str(exc) else 4
+            if code == 0:
+                try:
+                    torch.arange(4.0).to("npu")
+                    code = 5
+                except RuntimeError as exc:
+                    code = 0 if "Cannot re-initialize NPU" in str(exc) else 6
+            code = code or (0 if torch.arange(3.0).sum().item() == 3.0 else 7)  # CPU still works
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), (x + 1).tolist())
+    """))
+    assert out.split() == ["False", "True", "0", "[2.0,", "2.0]"]
+
+
+def test_fork_before_first_use_leaves_the_child_free_to_use_npu():
+    out = check(run_python("""
+        import os, ascend_compat.simulator as sim, torch
+        sim.install()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if torch.ones(2, device="npu").sum().item() == 2 else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """))
+    assert out.split() == ["0"]
+
+
+def test_dataloader_fork_workers_and_pin_memory_thread_after_npu_use():
+    out = check(run_python("""
+        import ascend_compat.simulator as sim, torch
+        from torch.utils.data import DataLoader, TensorDataset
+        sim.install()
+        w = torch.ones(2, device="npu")
+        ds = TensorDataset(torch.arange(16.0).reshape(8, 2))
+        loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True,
+                            multiprocessing_context="fork")
+        total = 0.0
+        for (batch,) in loader:
+            assert batch.is_pinned()
+            total += (batch.to("npu", non_blocking=True) * w).sum().item()
+        print(total)
+
+        class OnNpu(torch.utils.data.Dataset):
+            def __len__(self):
+                return 2
+            def __getitem__(self, i):
+                return torch.ones(1, device="npu")
+        try:
+            list(DataLoader(OnNpu(), num_workers=1, multiprocessing_context="fork"))
+            print("no-error")
+        except RuntimeError as exc:
+            print("Cannot re-initialize NPU in forked subprocess" in str(exc))
+    """))
+    assert out.split() == ["120.0", "True"]
+
+
 def test_two_devices_properties_and_memory_capacity():
     out = check(run_python("""
         import ascend_compat.simulator as sim, torch

@@ -1,15 +1,19 @@
 """Analyse files for CUDA references: one file (:func:`scan_file`) or many in parallel (:func:`scan_paths`).
 
-Speed comes from not parsing what cannot matter, never from guessing:
+Speed comes from not parsing or visiting what cannot matter, never from guessing:
 
-1. a file none of whose bytes match the trigger expression (:data:`TRIGGER`, built so every rule
-   needs one of its words to fire) has no findings and is not parsed;
-2. otherwise the source is split at top-level statement boundaries and only the statements that
-   contain a trigger word or an import are parsed; names they bind that matter elsewhere (aliases
-   such as ``tc`` for ``torch.cuda``, variables holding device strings) become further trigger words,
-   repeated until nothing new is found. If any piece fails to parse, the whole file is parsed;
-3. files are spread over a process pool (every core), and an optional content-hash cache skips
-   unchanged files on the next run.
+1. trigger words (:data:`KEYWORDS`, plus integer-device patterns and import lines) are located
+   with ``str.find``; a file with none of them, and no import of a listed library or renamed torch
+   module, cannot produce a finding (every rule needs one of them in the text) and is not parsed;
+2. otherwise only the top-level statements holding a trigger (long classes: only the member
+   statements holding one, parsed inside ``if 1:`` so positions are unchanged) are parsed, and the
+   visitor skips statements containing no trigger line. Names bound on trigger lines whose uses
+   can matter elsewhere (``tc`` for ``torch.cuda``, variables holding device strings) become
+   further trigger words; if such a name occurs in something skipped, the file is analysed again
+   with it. Any piece that fails to parse means the whole file is parsed. Tests check that this
+   gives exactly the findings of a whole-file analysis;
+3. files are spread over a process pool (every core), and an optional content-hash cache
+   (``--cache``) skips unchanged files on the next run.
 
 Per-file problems (undecodable, too large, unreadable, syntax errors) become a
 :class:`~ascend_compat.analysis.findings.FileResult` with ``error`` set; they never stop a run.
@@ -42,6 +46,7 @@ KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "datapar
             "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
             "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"')
 _EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
+_TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 _BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
 #: parse everything when the selected statements cover more than this share of the file
@@ -81,9 +86,23 @@ def _parse(text: str, what: str):
         return ast.parse(text, what)
 
 
+def _outside_strings(text: str, start: int, offsets: List[int]) -> List[int]:
+    """The offsets not inside a triple-quoted string opened after ``start`` (a boundary there is text)."""
+    out = []
+    dq = sq = 0
+    prev = start
+    for o in offsets:
+        dq += text.count('"""', prev, o)
+        sq += text.count("'''", prev, o)
+        prev = o
+        if dq % 2 == 0 and sq % 2 == 0:
+            out.append(o)
+    return out
+
+
 def _chunks(text: str) -> List[Tuple[int, int]]:
     """(start, end) offsets of top-level statements (decorators stay with what they decorate)."""
-    starts = [m.start() for m in _BOUNDARY.finditer(text)]
+    starts = _outside_strings(text, 0, [m.start() for m in _BOUNDARY.finditer(text)])
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     merged = []
@@ -128,6 +147,8 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
             i = low.find(kw, i + 1)
     pos.extend(m.start() for m in _EXTRA.finditer(low))
     relevant = bool(pos)
+    # rebinding the name torch (torch = ...) changes what later lines resolve to
+    pos.extend(m.start() for m in _TORCH_REBIND.finditer(text))
     i = text.find("import")
     while i != -1:
         start = text.rfind("\n", 0, i) + 1
@@ -221,7 +242,7 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
         return None
     ind = re.escape(m.group(1))
     rx = re.compile(r"^%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind, re.M)
-    starts = [x.start() for x in rx.finditer(text, nl + 1, e)]
+    starts = _outside_strings(text, s, [x.start() for x in rx.finditer(text, nl + 1, e)])
     merged: List[int] = []
     for st in starts:
         if merged and text.startswith("@", merged[-1] + len(m.group(1))):

@@ -65,7 +65,7 @@ def _strip_own_frames(exc: BaseException) -> None:
 def parse_target(args: argparse.Namespace, prog: str = "run"):
     """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped), or None after printing why it is unusable."""
     target = list(args.target)
-    if args.module is not None:  # `-m MODULE ARGS...`: everything after -m
+    if isinstance(args.module, list):  # `-m MODULE ARGS...` (nargs=REMAINDER): everything after -m
         if not args.module:
             print(f"ascend-compat {prog}: -m needs a MODULE name", file=sys.stderr)
             return None

@@ -254,10 +254,20 @@ def _versions() -> dict[str, tuple[int, ...] | None]:
 
 # --------------------------------------------------------------------------- counters / logging
 
+_DEBUG = False  # log.isEnabledFor(DEBUG), refreshed at activation (hot path: no method call)
+
+
+def refresh_debug() -> bool:
+    """Re-read whether translations are logged (done at activation; call after changing levels)."""
+    global _DEBUG
+    _DEBUG = log.isEnabledFor(logging.DEBUG)
+    return _DEBUG
+
+
 def hit(key: str, detail: str = "") -> None:
     """Count one translation under ``key``; at DEBUG, log it once per user call site."""
     _COUNTS[key] += 1
-    if log.isEnabledFor(logging.DEBUG):
+    if _DEBUG:
         site = _user_site()
         if (key, site) not in _SITES_SEEN:
             _SITES_SEEN.add((key, site))
@@ -307,6 +317,7 @@ def apply_all(changes: Iterable[Change]) -> int:
     knows whether it is active); on any exception everything applied so far is reverted.
     """
     with _LOCK:
+        refresh_debug()
         if not _ACTIVE:
             _MODULES_AT_APPLY.update(sys.modules)
         versions = _versions()

@@ -7,7 +7,7 @@ registry unless they are already applied or waiting, so ``apply()`` is idempoten
 """
 from __future__ import annotations
 
-__all__ = ["apply_once", "is_live"]
+__all__ = ["all_patches", "apply_once", "is_live"]
 
 
 def is_live(patch) -> bool:
@@ -25,3 +25,17 @@ def apply_once(patches: list) -> int:
 
     todo = [p for p in patches if not is_live(p)]
     return registry.apply_all(todo) if todo else 0
+
+
+def all_patches() -> list:
+    """The transformers, accelerate, DeepSpeed and Lightning patches not yet applied or waiting.
+
+    For the shim to include in its declared changes at activation (each waits for its library's
+    import, so nothing is imported here); safe after a manual ``<integration>.apply()``.
+    """
+    from ascend_compat.ecosystem import accelerate_patch, deepspeed_patch, lightning, transformers_patch
+
+    out = []
+    for module in (transformers_patch, accelerate_patch, deepspeed_patch, lightning):
+        out.extend(p for p in module.patches() if not is_live(p))
+    return out

@@ -16,7 +16,9 @@ max_memory=...)`` and ``infer_auto_device_map``.
 Launching (documented in the README): ``accelerate launch --multi_gpu --num_processes N -m
 ascend_compat run [--simulate] train.py``. ``--multi_gpu`` is needed with ``--simulate`` because the
 launcher process itself does not simulate, so it counts no NPU and would silently start ONE
-process; on an Ascend machine the launcher sees torch_npu and ``--multi_gpu`` is optional.
+process; on an Ascend machine the launcher sees torch_npu and ``--multi_gpu`` is optional. The
+launcher can simulate too: ``ASCEND_COMPAT_SIM_DEVICES=N ascend-compat run --simulate -m
+accelerate.commands.launch -- --num_processes N -m ascend_compat run --simulate train.py``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """transformers on the NPU: ``attn_implementation="flash_attention_2"`` with flash-attn's full semantics.
 
-What transformers (tested: 4.57, 5.x) already does on an NPU, and what this module changes:
+What transformers (tested: 5.23) already does on an NPU, and what this module changes:
 
 * ``is_torch_npu_available()`` is True once ``torch_npu`` imports and ``torch.npu.is_available()``
   (the simulator's stand-in satisfies both). ``modeling_flash_attention_utils._lazy_imports`` then
@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = ["apply", "patches", "TESTED_VERSIONS"]
 
-TESTED_VERSIONS = "transformers>=4.57,<6"
+TESTED_VERSIONS = "transformers>=5.23,<6"
 _APPLIES_TO = "transformers>=4.50"
 _NPU_FA = "transformers.integrations.npu_flash_attention"
 _MFA = "transformers.modeling_flash_attention_utils"

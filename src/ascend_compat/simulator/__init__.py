@@ -128,6 +128,17 @@ def _install(cfg: SimConfig) -> None:
         _distributed = None
     if _distributed is not None and hasattr(_distributed, "register_hccl"):
         _distributed.register_hccl()
+    device_api = _device_api()
+    if device_api is not None:
+        device_api._forget_install_probes()  # the first real use initialises (decides fork safety)
+
+
+def _device_api():
+    try:
+        from ascend_compat.simulator.npu_api import device
+    except ImportError:
+        return None
+    return device
 
 
 def _install_torch_npu_stand_in() -> None:

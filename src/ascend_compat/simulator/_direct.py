@@ -6,6 +6,13 @@ reach it through a composite that loops per tensor. Registering the generic kern
 those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the emulated torch_npu
 implements natively also get one, as torch_npu's kernel shadows the composite. The special ops whose composite kernels would shadow the
 fallback (pitfall 2) are registered here too.
+
+Every other aten op that would reach the backend fallback (no PrivateUse1 or composite kernel)
+gets the same kernel registered per op, which changes no semantics (the fallback is what would run)
+but is needed for ``TorchDispatchMode``: torch's Python kernel holder re-enters Python through a
+per-op registration table whenever a dispatch mode is on the stack (nested modes, or C++ paths such
+as ``torch.tensor(data, device=...)`` that exclude the Python key), and a *fallback* has no entry
+there, so every op reaching it died with ``INTERNAL ASSERT func != nullptr``.
 """
 from __future__ import annotations
 
@@ -53,10 +60,13 @@ def _overloads(native=frozenset()):
         structured = (_has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")
                       and _has_kernel(qualname, "CPU"))
         explicit = _has_kernel(qualname, "CompositeExplicitAutograd")
+        # would reach the backend fallback: registered per op for dispatch modes (module docstring)
+        reaches_fallback = not (structured or explicit or _has_kernel(qualname, "CompositeImplicitAutograd")
+                                or _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional"))
         foreach = name.startswith("_foreach_") and explicit
         key = name if not overload or overload == "default" else f"{name}.{overload}"
         native_explicit = explicit and key in native and name not in _NEVER_DIRECT
-        if not (structured or foreach or native_explicit):
+        if not (structured or foreach or native_explicit or reaches_fallback):
             continue
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:

@@ -7,12 +7,19 @@ Two implementations, chosen once at install:
   ``devices == 1``; the current device is tracked per thread here.
 * the optional C++ guard from :mod:`ascend_compat.simulator._cext` (``load_guard(num_devices)``),
   used when ``devices > 1`` and it can be built. It tells C++ (autograd engine, DeviceGuard) the real
-  device count and current device, so backward on ``npu:1`` works. When it cannot be built (no C++
-  compiler), the simulator offers one device and ``load_guard`` logs why more were refused.
+  device count and current device, so backward on ``npu:1`` works.
+
+The requested device count is honoured only when it works: when the C++ guard cannot be had (no C++
+compiler, no ninja for the first build, a failed build), the simulator offers **one** device and
+emits a :class:`SimulatedDeviceCountWarning` saying why and how to fix it. (Keeping N devices with
+the Python guard was rejected: forward would run on ``npu:1`` and backward would then die with an
+INTERNAL ASSERT deep in the autograd engine; with one device, ``npu:1`` fails at once with
+"Invalid device ID" and the warning explains it.)
 """
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Optional
 
 import torch
@@ -20,6 +27,10 @@ import torch
 _local = threading.local()
 _device_count = 1
 _cxx = None  # object with current_device() / set_device(i) / device_count(), or None
+
+
+class SimulatedDeviceCountWarning(UserWarning):
+    """Fewer simulated devices than requested are offered (the multi-device guard is unavailable)."""
 
 
 class PythonDeviceGuard(torch._C._acc.DeviceGuard):
@@ -58,9 +69,19 @@ def choose(num_devices: int):
             _cxx = _cext.load_guard(num_devices)
         if _cxx is None:
             # Without the C++ guard, autograd on npu:1.. hits an INTERNAL ASSERT; offer one
-            # device instead (load_guard has logged why) so scripts fail early and clearly.
+            # device instead so scripts fail early and clearly (module docstring).
             _device_count = 1
+            reason = _cext.unavailable_reason() if _cext is not None else "the guard module is missing"
+            warnings.warn(one_device_message(num_devices, reason), SimulatedDeviceCountWarning, stacklevel=4)
     return PythonDeviceGuard()
+
+
+def one_device_message(requested: int, reason: Optional[str]) -> str:
+    """What the warning says when ``requested`` devices cannot be offered."""
+    return (f"simulated NPU: cannot offer {requested} devices, only 1: {reason}. Several simulated "
+            "devices need a small C++ device guard built once per torch build: install a C++ compiler "
+            "(g++ or clang, or set CXX), the Python development headers and ninja (pip install ninja), "
+            "then start a new process. Until then npu:1 and above raise 'Invalid device ID'.")
 
 
 def cxx_guard_active() -> bool:

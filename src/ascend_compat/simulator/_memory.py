@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 import warnings
 import weakref
@@ -56,6 +57,37 @@ _f64_mode = "error"
 _num_devices = 0
 
 _NARROW = (torch.float64, torch.complex128)
+
+# torch_npu initialises the device at its first allocation; a child forked after that cannot use
+# the device ("Cannot re-initialize NPU in forked subprocess"). False until the first allocation
+# (and again in every forked child, so the child's first allocation checks for a bad fork).
+_device_ready = False
+
+
+def _first_allocation() -> None:
+    """Mark the NPU state initialised (``torch.npu._lazy_init``); raises in a bad fork.
+
+    Allocations made by ``install()``'s own self-checks do not count (importing torch_npu does not
+    initialise the device either).
+    """
+    global _device_ready
+    from ascend_compat import simulator
+
+    if not simulator.is_installed():
+        return
+    lazy_init = getattr(getattr(torch, "npu", None), "_lazy_init", None)
+    if lazy_init is not None:
+        lazy_init()
+    _device_ready = True
+
+
+def _after_fork_in_child() -> None:
+    global _device_ready
+    _device_ready = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _retag_checked(t: torch.Tensor, device_type: int, index: int) -> torch.Tensor:
@@ -301,6 +333,8 @@ def _check_dtype(dtype: torch.dtype, numel: int) -> None:
 
 def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
     """New uninitialised npu tensor on device ``index`` (stride None = contiguous)."""
+    if not _device_ready:
+        _first_allocation()
     if dtype in _NARROW:
         n = 1
         for d in size:
@@ -321,6 +355,8 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
 
     Lazy conjugate/negative bits are materialised first: DLPack exports raw memory only.
     """
+    if not _device_ready:
+        _first_allocation()
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
     if host.dtype in _NARROW:

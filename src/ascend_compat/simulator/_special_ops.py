@@ -1,8 +1,8 @@
 """Kernels the generic path cannot provide, as a table ``"aten::name[.overload]" -> fn(op, *args, **kwargs)``.
 
 * allocation (``empty.memory_format``, ``empty_strided``): the memory funnel;
-* copies (``_copy_from``, ``_copy_from_and_resize``): between host aliases, which covers
-  cpu<->npu and npu:i<->npu:j;
+* copies (``copy_``, ``_copy_from``, ``_copy_from_and_resize``): between host aliases (lazy
+  conjugate/negative bits kept), which covers cpu<->npu and npu:i<->npu:j;
 * ``resize_``: DLPack storage cannot grow, so growing allocates new device storage and re-points
   the tensor with ``set_`` (pitfall 4);
 * ``record_stream``: execution is synchronous, nothing to record;
@@ -12,7 +12,11 @@
 * ``convolution_overrideable`` / ``convolution_backward_overrideable``: what unknown backends get
   from ``aten::convolution``; mapped back to the CPU convolution ops;
 * fused LSTM / GRU cells and their backward: PyTorch routes PrivateUse1 to these CUDA-only
-  kernels; reimplemented here with the same math (workspace layouts are private to this module).
+  kernels; reimplemented here with the same math (workspace layouts are private to this module);
+* the SyncBatchNorm kernels (``batch_norm_stats``, ``batch_norm_gather_stats[_with_counts]``,
+  ``batch_norm_elemt``, ``batch_norm_backward_reduce``, ``batch_norm_backward_elemt``): CUDA-only
+  in PyTorch, native in torch_npu; the CUDA kernels' math (Welford-equivalent merge, unbiased
+  running variance, statistics in float32 for half inputs).
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def _device_index(device) -> int:
     if device is None:
         return _state.current_device()
     index = device.index if isinstance(device, torch.device) else None
-    if index is not None and 0 <= index < _state.device_count():
+    if index is not None and 0 <= index < _state.visible_device_count():
         return index  # the common case, without check_index's parsing
     return _state.check_index(device)
 
@@ -55,6 +59,18 @@ def _empty_strided(op, size, stride, dtype=None, layout=None, device=None, pin_m
 
 def _host(t):
     return _memory.host_alias(t) if t.device.type == "npu" else t
+
+
+def _copy_(op, self, src, non_blocking=False):
+    # Registered for copy_ itself (as torch_npu does): copy_ is a fallthrough for the
+    # Conjugate/Negative keys, so a lazily conjugated/negated destination arrives intact and the
+    # host alias carries the bit. Through _copy_from (whose dst is not annotated as written) the
+    # math-bits fallback would hand us a resolved clone of the destination and drop the write.
+    if self.is_meta or src.is_meta:
+        return aten.copy_.default.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.Meta), self, src,
+                                             non_blocking)
+    _host(self).copy_(_host(src))
+    return self
 
 
 def _copy_from(op, self, dst, non_blocking=False):
@@ -206,9 +222,147 @@ def _gru_cell_backward(op, grad_hy, workspace, has_bias):
     return _adopt_all(index, grad_input, grad_hidden, grad_hx, gib, ghb)
 
 
+# --- SyncBatchNorm kernels: PyTorch routes PrivateUse1 to these CUDA kernels (torch_npu has them
+# natively); same math as the CUDA ones, computed on host aliases. Statistics are kept in the
+# accumulation dtype (float32 for float16/bfloat16 input), outputs in the input dtype.
+
+def _bn_index(*ts) -> int:
+    index = None
+    for t in ts:
+        if t is None:
+            continue
+        if t.device.type != "npu":
+            if t.dim() == 0:
+                continue
+            from ascend_compat.simulator._dispatch import mixed_device_error
+
+            raise mixed_device_error(f"npu:{index if index is not None else t.get_device()}", t.device)
+        if index is None:
+            index = t.device.index
+        elif t.device.index != index:
+            from ascend_compat.simulator._dispatch import mixed_device_error
+
+            raise mixed_device_error(f"npu:{index}", f"npu:{t.device.index}")
+    return _state.current_device() if index is None else index
+
+
+def _acc_dtype(dtype):
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _channel_view(v, dim):
+    """Per-channel vector ``v`` shaped to broadcast against a ``dim``-d NC... tensor."""
+    return v.reshape((1, -1) + (1,) * (dim - 2))
+
+
+def _reduce_dims(t):
+    return [d for d in range(t.dim()) if d != 1]
+
+
+def _batch_norm_stats(op, input, eps):
+    index = _bn_index(input)
+    x = _host(input).to(_acc_dtype(input.dtype))
+    dims = _reduce_dims(x)
+    var, mean = torch.var_mean(x, dim=dims, correction=0)
+    return _adopt_all(index, mean, (var + eps).rsqrt())
+
+
+def _batch_norm_gather_stats_with_counts(op, input, mean, invstd, running_mean, running_var, momentum, eps,
+                                         counts):
+    index = _bn_index(input, mean, invstd, running_mean, running_var, counts)
+    m, inv = _host(mean), _host(invstd)
+    acc = m.dtype
+    n = _host(counts).to(acc).reshape(-1, 1)
+    total = n.sum(0)
+    avg = (n * m).sum(0) / total
+    # per-replica biased variance recovered from invstd, combined with the spread of the means
+    var_n = (n * ((1.0 / inv) ** 2 - eps)).sum(0) + (n * (m - avg) ** 2).sum(0)
+    new_invstd = (var_n / total + eps).rsqrt()
+    if running_mean is not None:
+        rm = _memory.host_alias(running_mean)
+        rm.copy_((1 - momentum) * rm + momentum * avg)
+    if running_var is not None:
+        rv = _memory.host_alias(running_var)
+        rv.copy_((1 - momentum) * rv + momentum * (var_n / (total - 1)))
+    return _adopt_all(index, avg.to(mean.dtype), new_invstd.to(invstd.dtype))
+
+
+def _batch_norm_elemt(op, input, weight, bias, mean, invstd, eps):
+    index = _bn_index(input, weight, bias, mean, invstd)
+    x = _host(input)
+    d = x.dim()
+    acc = _acc_dtype(x.dtype)
+    y = (x.to(acc) - _channel_view(_host(mean).to(acc), d)) * _channel_view(_host(invstd).to(acc), d)
+    if weight is not None:
+        y = y * _channel_view(_host(weight).to(acc), d)
+    if bias is not None:
+        y = y + _channel_view(_host(bias).to(acc), d)
+    return _memory.adopt(y.to(x.dtype).contiguous(memory_format=_memory_format(x)), index)
+
+
+def _batch_norm_elemt_out(op, input, weight, bias, mean, invstd, eps, *, out):
+    y = _batch_norm_elemt(None, input, weight, bias, mean, invstd, eps)
+    _bn_index(out, y)
+    if out.shape != y.shape:
+        _resize(None, out, y.shape)
+    _memory.host_alias(out).copy_(_memory.host_alias(y))
+    return out
+
+
+def _batch_norm_gather_stats(op, input, mean, invstd, running_mean, running_var, momentum, eps, count):
+    counts = _empty(None, (mean.shape[0],), dtype=mean.dtype, device=mean.device)
+    _memory.host_alias(counts).fill_(count)
+    return _batch_norm_gather_stats_with_counts(None, input, mean, invstd, running_mean, running_var, momentum,
+                                                eps, counts)
+
+
+def _memory_format(x):
+    """The layout CUDA's batch-norm kernels give their outputs (``suggest_memory_format``)."""
+    if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if x.dim() == 5 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return torch.contiguous_format
+
+
+def _batch_norm_backward_reduce(op, grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g):
+    index = _bn_index(grad_out, input, mean, invstd, weight)
+    x, dy = _host(input), _host(grad_out)
+    acc = _acc_dtype(x.dtype)
+    d = x.dim()
+    dims = _reduce_dims(x)
+    dy_acc = dy.to(acc)
+    sum_dy = dy_acc.sum(dims)
+    sum_dy_xmu = (dy_acc * (x.to(acc) - _channel_view(_host(mean).to(acc), d))).sum(dims)
+    wdtype = weight.dtype if weight is not None else x.dtype
+    grad_weight = (sum_dy_xmu * _host(invstd).to(acc)).to(wdtype) if weight_g else None
+    grad_bias = sum_dy.to(wdtype) if bias_g else None
+    if not input_g:
+        sum_dy = sum_dy_xmu = None
+    else:
+        sum_dy, sum_dy_xmu = sum_dy.to(mean.dtype), sum_dy_xmu.to(mean.dtype)
+    return _adopt_all(index, sum_dy, sum_dy_xmu, grad_weight, grad_bias)
+
+
+def _batch_norm_backward_elemt(op, grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+    index = _bn_index(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count)
+    x, dy = _host(input), _host(grad_out)
+    acc = _acc_dtype(x.dtype)
+    d = x.dim()
+    norm = 1.0 / _host(count).to(acc).sum()
+    inv = _host(invstd).to(acc)
+    grad_mean = _channel_view(_host(sum_dy).to(acc) * norm, d)
+    proj = _channel_view(_host(sum_dy_xmu).to(acc) * norm * inv * inv, d)
+    scale = inv * _host(weight).to(acc) if weight is not None else inv
+    mu = _channel_view(_host(mean).to(acc), d)
+    gx = (dy.to(acc) - grad_mean - (x.to(acc) - mu) * proj) * _channel_view(scale, d)
+    return _memory.adopt(gx.to(x.dtype).contiguous(memory_format=_memory_format(x)), index)
+
+
 TABLE = {
     "aten::empty.memory_format": _empty,
     "aten::empty_strided": _empty_strided,
+    "aten::copy_": _copy_,
     "aten::_copy_from": _copy_from,
     "aten::_copy_from_and_resize": _copy_from_and_resize,
     "aten::resize_": _resize,
@@ -221,9 +375,16 @@ TABLE = {
     "aten::_thnn_fused_lstm_cell_backward_impl": _lstm_cell_backward,
     "aten::_thnn_fused_gru_cell": _gru_cell,
     "aten::_thnn_fused_gru_cell_backward": _gru_cell_backward,
+    "aten::batch_norm_stats": _batch_norm_stats,
+    "aten::batch_norm_gather_stats_with_counts": _batch_norm_gather_stats_with_counts,
+    "aten::batch_norm_elemt": _batch_norm_elemt,
+    "aten::batch_norm_elemt.out": _batch_norm_elemt_out,
+    "aten::batch_norm_gather_stats": _batch_norm_gather_stats,
+    "aten::batch_norm_backward_reduce": _batch_norm_backward_reduce,
+    "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
 
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
-DIRECT = ("_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",
+DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",
           "_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell",
           "_thnn_fused_gru_cell_backward", "record_stream", "_efficientzerotensor")

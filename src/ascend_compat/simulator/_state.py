@@ -21,6 +21,22 @@ def device_count() -> int:
     return _guard.device_count() if config is not None else 0
 
 
+def visible_device_count() -> int:
+    """Devices this process may use: ``torch.npu.device_count()`` (the node's devices filtered by
+    ``ASCEND_RT_VISIBLE_DEVICES``, applied once, in ``npu_api.device``); the node count without it."""
+    global _visible
+    if _visible is None:
+        try:
+            from ascend_compat.simulator.npu_api.device import device_count as visible
+        except ImportError:
+            visible = device_count
+        _visible = visible
+    return _visible()
+
+
+_visible = None
+
+
 def current_device() -> int:
     """Index of the calling thread's current NPU."""
     return _guard.current_device()
@@ -42,7 +58,8 @@ def check_index(i) -> int:
     """Normalise a device designation to an index and check it is in range.
 
     Accepts None (current device), int, ``"npu"``/``"npu:1"`` and ``torch.device``. Raises
-    RuntimeError with torch_npu's wording ("Invalid device ID.") for an out-of-range index and
+    RuntimeError with torch_npu's wording ("Invalid device ID.") for an index outside the *visible*
+    devices (:func:`visible_device_count`) and
     ValueError for a non-npu device.
     """
     import torch
@@ -59,11 +76,16 @@ def check_index(i) -> int:
         i = i.index
     if isinstance(i, bool) or not isinstance(i, int):
         raise TypeError(f"Invalid device argument: expected an int or npu device, got {i!r}")
-    n = device_count()
+    n = visible_device_count()
     if not 0 <= i < n:
-        raise RuntimeError(
-            f"Invalid device ID. Device npu:{i} does not exist: the simulated node has {n} NPU(s) "
-            f"(valid indices 0..{n - 1}; raise it with install(devices=N) or ASCEND_COMPAT_SIM_DEVICES)."
-            + _err_suffix("ERR00001", "PTA invalid parameter")
-        )
+        node = device_count()
+        if n == node:
+            why = (f"the simulated node has {n} NPU(s) (valid indices 0..{n - 1}; raise it with "
+                   "install(devices=N) or ASCEND_COMPAT_SIM_DEVICES)")
+        else:
+            why = (f"{n} of the node's {node} NPU(s) are visible (ASCEND_RT_VISIBLE_DEVICES="
+                   f"{os.environ.get('ASCEND_RT_VISIBLE_DEVICES')!r}; visible devices are renumbered "
+                   f"0..{n - 1})")
+        raise RuntimeError(f"Invalid device ID. Device npu:{i} does not exist: {why}."
+                           + _err_suffix("ERR00001", "PTA invalid parameter"))
     return i

@@ -1,6 +1,6 @@
 """A CUDA-style accelerate training script (no NPU names in it); prints one RESULT JSON per rank.
 
-Run it under the shim: ``ascend-compat run --simulate`` / ASCEND_COMPAT_SIMULATE=1 + sitecustomize,
+Run it under the shim (``python -m ascend_compat run --simulate accel_train.py``),
 through ``accelerate launch`` or ``torchrun``. It checks nothing itself: the test reads the report.
 """
 import json
@@ -10,6 +10,11 @@ import torch
 import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.utils import set_seed
+
+
+def emit(report):
+    """One RESULT line in a single write (ranks share the pipe; PYTHONUNBUFFERED splits print())."""
+    os.write(1, ("RESULT " + json.dumps(report) + "\n").encode())
 
 
 def main():
@@ -37,14 +42,14 @@ def main():
         ref = w.clone()
         dist.broadcast(ref, 0)
         same = (w == ref).all().float().reshape(1)
-    print("RESULT " + json.dumps({
+    emit({
         "rank": accelerator.process_index, "world": accelerator.num_processes,
         "device": str(accelerator.device), "distributed_type": str(accelerator.distributed_type),
         "backend": accelerator.state.backend, "dist_backend": dist.get_backend() if dist.is_initialized() else None,
         "param_device": str(next(model.parameters()).device), "losses": losses,
         "weights_in_sync": bool(same.item()), "cuda_available": torch.cuda.is_available(),
         "local_rank_env": os.environ.get("LOCAL_RANK"),
-    }), flush=True)
+    })
     accelerator.end_training()
 
 

@@ -22,6 +22,11 @@ import torch.distributed as dist  # noqa: E402
 from deepspeed.accelerator import get_accelerator  # noqa: E402
 
 
+def emit(report):
+    """One RESULT line in a single write (ranks share the pipe; PYTHONUNBUFFERED splits print())."""
+    os.write(1, ("RESULT " + json.dumps(report) + "\n").encode())
+
+
 def main():
     deepspeed.init_distributed(dist_backend="nccl")  # what GPU scripts say
     torch.manual_seed(0)
@@ -53,12 +58,12 @@ def main():
     w = engine.module[0].weight.detach().clone()
     ref = w.clone()
     dist.broadcast(ref, 0)
-    print("RESULT " + json.dumps({
+    emit({
         "rank": rank, "world": dist.get_world_size(), "accelerator": get_accelerator()._name,
         "comm": get_accelerator().communication_backend_name(), "dist_backend": dist.get_backend(),
         "device": str(engine.device), "param_device": str(w.device), "stage": engine.zero_optimization_stage(),
         "losses": losses, "in_sync": bool((w == ref).all()), "local_rank": os.environ.get("LOCAL_RANK"),
-    }), flush=True)
+    })
 
 
 main()

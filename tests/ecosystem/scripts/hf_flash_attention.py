@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 shim = "--shim" in sys.argv
@@ -32,6 +33,11 @@ from ascend_compat.ecosystem import transformers_patch  # noqa: E402
 
 SEQ = 12
 DEV = "cuda" if shim else "npu"  # a CUDA script under the shim; npu code otherwise
+
+
+def emit(report):
+    """One RESULT line in a single write (ranks share the pipe; PYTHONUNBUFFERED splits print())."""
+    os.write(1, ("RESULT " + json.dumps(report) + "\n").encode())
 
 
 def config(family, **extra):
@@ -150,7 +156,7 @@ def main():
                 out[fam] = family_report(fam, tmp)
     from ascend_compat.cuda_shim import registry
     out["hits"] = {k: v for k, v in registry.counters().items() if "flash_attention_2" in k}
-    print("RESULT " + json.dumps(out))
+    emit(out)
 
 
 main()

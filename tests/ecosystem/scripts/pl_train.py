@@ -25,6 +25,11 @@ if args.apply:
 import lightning as L  # noqa: E402
 
 
+def emit(report):
+    """One RESULT line in a single write (ranks share the pipe; PYTHONUNBUFFERED splits print())."""
+    os.write(1, ("RESULT " + json.dumps(report) + "\n").encode())
+
+
 class Regressor(L.LightningModule):
     def __init__(self):
         super().__init__()
@@ -64,7 +69,7 @@ def main(accelerator, precision):
         in_sync = bool((ref == weights).all())
     with torch.no_grad():
         after = torch.nn.functional.mse_loss(model.net.cpu()(x), x.sum(1, keepdim=True)).item()
-    print("RESULT " + json.dumps({"asked": accelerator,
+    emit({"asked": accelerator,
         "rank": trainer.global_rank, "world": trainer.world_size,
         "accelerator": type(trainer.accelerator).__name__, "strategy": type(trainer.strategy).__name__,
         "root_device": str(trainer.strategy.root_device), "seen": model.seen, "before": before, "after": after,
@@ -72,7 +77,7 @@ def main(accelerator, precision):
         "in_sync": in_sync, "precision": type(trainer.precision_plugin).__name__,
         "autocast_device": getattr(trainer.precision_plugin, "device", None),
         "cuda_available": torch.cuda.is_available(), "local_rank": os.environ.get("LOCAL_RANK"),
-    }), flush=True)
+    })
 
 
 for spec in args.accelerator.split(","):

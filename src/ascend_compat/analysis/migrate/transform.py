@@ -38,6 +38,12 @@ FLASH_MODULES = {"flash_attn", "flash_attn.flash_attn_interface", "flash_attn.be
 FLASH_TARGET = "ascend_compat.ecosystem.flash_attn"
 
 
+#: rules some finding of which migrate may rewrite (files without any are not re-parsed with libcst)
+REWRITABLE = frozenset({"device-string", "device-compare", "nccl-backend", "cuda-amp", "cuda-env", "cuda-method",
+                        "is-cuda", "torch-cuda-api", "cuda-graph", "legacy-tensor-type",
+                        "cudnn-flag", "cuda-backend-flag", "cuda-library"})
+
+
 class MigrateError(Exception):
     """The source could not be rewritten (it is left untouched)."""
 
@@ -90,7 +96,6 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     from ascend_compat.analysis.rules import cuda_api
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
 
     from ascend_compat.analysis.scan import _parse
 
@@ -99,6 +104,8 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise MigrateError(f"cannot parse: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})") from None
     findings = _findings(code, tree, path, torch_npu_version, cell)
+    if not any(f.rule in REWRITABLE for f in findings):
+        return SourceResult(_annotate(code, findings) if annotate and findings else code, [], findings)
     try:
         module = cst.parse_module(code)
     except Exception as exc:  # libcst's grammar lags CPython's in places
@@ -108,6 +115,7 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     for f in findings:
         by_pos.setdefault((f.line, f.col - 1), []).append(f)
     done: Set[int] = set()  # id() of findings rewritten
+    by_id = {id(f): f for f in findings}
     changes: List[Change] = []
 
     def take(pos, rules) -> Optional[Finding]:
@@ -186,7 +194,9 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
             pos = self._pos(node)
             if pos in self.claimed:
                 return True
-            f = take(pos, ("torch-cuda-api", "cuda-amp", "cuda-graph", "device-capability",
+            # device-capability is not rewritten: torch.npu.get_device_capability() returns None
+            # unless configured, which breaks "major, minor = ..." (it stays listed for a human)
+            f = take(pos, ("torch-cuda-api", "cuda-amp", "cuda-graph",
                            "legacy-tensor-type", "cudnn-flag", "cuda-backend-flag"))
             if f is not None:
                 self.claimed.add(pos)
@@ -204,7 +214,7 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
             fid = self.targets.get(id(orig))
             if fid is None:
                 return upd
-            f = next(x for x in findings if id(x) == fid)
+            f = by_id[fid]
             dotted = _dotted(upd)
             if dotted is None:
                 return upd
@@ -238,8 +248,9 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
                 names = []
                 for a in upd.names:
                     name = _dotted(a.name)
-                    npu = cuda_api.has_npu_counterpart((sub[1:] + "." if sub else "") + name, torch_npu_version)
-                    if not npu:
+                    full = (sub[1:] + "." if sub else "") + name
+                    npu = cuda_api.has_npu_counterpart(full, torch_npu_version)
+                    if not npu or cuda_api.status(full, torch_npu_version).rule == "device-capability":
                         return upd
                     last = npu.rsplit(".", 1)[-1]
                     if last != name and a.asname is None:
@@ -289,10 +300,13 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
                                   module.code_for_node(new).strip(), cell))
             return new
 
+    by_line: Dict[Tuple[int, str], List[Finding]] = {}
+    for f in findings:
+        by_line.setdefault((f.line, f.rule), []).append(f)
+
     def _mark_done(line, rule):
-        for f in findings:
-            if f.line == line and f.rule == rule:
-                done.add(id(f))
+        for f in by_line.get((line, rule), ()):
+            done.add(id(f))
 
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     t = T()

@@ -37,9 +37,14 @@ def render(report: dict, summary_only: bool = False, **_kw) -> str:
             out.append("")
         if s["by_rule"]:
             out.append("By rule:")
+            hands: dict = {}
+            for f in report["files"]:
+                for x in f["findings"]:
+                    hands.setdefault(x["rule"], set()).add(x["handling"])
             for rule, n in sorted(s["by_rule"].items(), key=lambda kv: (-kv[1], kv[0])):
                 r = RULES.get(rule)
-                out.append(f"  {rule:<20} {n:>5}  {r.handling if r else '':<8} {r.title if r else ''}")
+                h = "/".join(k for k in ("auto", "partial", "manual") if k in hands.get(rule, ()))
+                out.append(f"  {rule:<20} {n:>5}  {h:<8} {r.title if r else ''}")
             out.append("")
     total = s["total"]
     h = s["by_handling"]

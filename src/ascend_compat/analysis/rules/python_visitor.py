@@ -607,11 +607,15 @@ class PyAnalyzer:
                 rule, handling, msg, sugg = c
                 self.report(node, rule, msg, sugg, handling)
                 return
-            return  # a resolved chain of plain names: nothing inside to visit
-        if node.attr == "is_cuda":
+        target = node
+        if q is not None and node.attr != "is_cuda" and ".is_cuda." in q + ".":
+            while type(target) is ast.Attribute and target.attr != "is_cuda":
+                target = target.value
+        if type(target) is ast.Attribute and target.attr == "is_cuda":
             r = RULES["is-cuda"]
-            self.report(node, "is-cuda", ".is_cuda is False for NPU tensors without the shim", r.suggestion)
-        self.visit(node.value)
+            self.report(target, "is-cuda", ".is_cuda is False for NPU tensors without the shim", r.suggestion)
+        if q is None:
+            self.visit(node.value)
 
     def _name(self, node: ast.Name) -> None:
         q = self._lookup(node.id)
@@ -626,14 +630,15 @@ class PyAnalyzer:
         q = self.qual(func) if type(func) in (ast.Attribute, ast.Name) else None
         attr = func.attr if type(func) is ast.Attribute else None
         args, kws = node.args, node.keywords
-        if attr == "cuda" and (q is None or q == "torch.Tensor.cuda" or q == "torch.nn.Module.cuda"):
+        if attr == "cuda" and q != "torch.cuda" and not (q and classify(q, self.version)):
             self.report(node, "cuda-method", ".cuda() moves to the CUDA device",
                         ".npu()" if not args and not kws else "use .npu(...) with the same arguments")
-        elif attr == "double" and not args and not kws and q is None:
-            r = RULES["float64"]
-            self.report(node, "float64", ".double() converts to float64: " + r.explanation,
+        elif attr == "double" and not kws and len(args) <= (0 if q is None else 1) \
+                and not (q and classify(q, self.version)):
+            self.report(node, "float64",
+                        ".double(): float64 on the NPU becomes float32 under the shim (numerics change) or fails",
                         "use .float() on the NPU")
-        elif attr == "type" and args and q is None:
+        elif attr == "type" and args and not (q and classify(q, self.version)):
             s = _const_str(args[0])
             if s is not None and s.startswith("torch.cuda.") and s.endswith("Tensor"):
                 if s == "torch.cuda.DoubleTensor":
@@ -683,7 +688,8 @@ class PyAnalyzer:
         elif q == "torch.load":
             if len(args) < 2 and not any(k.arg == "map_location" for k in kws):
                 r = RULES["torch-load"]
-                self.report(node, "torch-load", "torch.load without map_location: " + r.explanation,
+                self.report(node, "torch-load", "torch.load without map_location: CUDA-saved tensors load to CUDA "
+                            "(the shim maps them to the NPU)",
                             r.suggestion)
         elif q == "torch.compile":
             for k in kws:
@@ -691,7 +697,8 @@ class PyAnalyzer:
                 if k.arg == "mode" and s in ("reduce-overhead", "max-autotune"):
                     r = RULES["compile-cuda-graphs"]
                     self.report(k.value, "compile-cuda-graphs",
-                                f'torch.compile(mode="{s}"): ' + r.explanation, r.suggestion)
+                                f'torch.compile(mode="{s}"): relies on CUDA graphs / Triton autotuning; on NPU '
+                                "it needs triton-ascend or torchair and may fall back to eager", r.suggestion)
         elif q in ENV_GETTERS:
             if args:
                 self._env_key(args[0])

@@ -30,6 +30,21 @@ EXTENSION = {"torch.utils.cpp_extension.CUDAExtension": "torch_npu.utils.cpp_ext
              "torch.utils.cpp_extension.include_paths_cuda": None}
 TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
 
+CUDNN_NOTES = {
+    "benchmark": "no cuDNN autotuner on NPU; accepted by the shim, no effect",
+    "allow_tf32": "maps to HF32 for convolutions (torch.npu.conv.allow_hf32) under the shim",
+    "enabled": "no cuDNN on NPU; accepted by the shim, no effect",
+    "is_available": "False on NPU (no cuDNN); code gated on it takes its non-cuDNN path",
+    "version": "None on NPU (no cuDNN)",
+}
+CUDA_BACKEND_NOTES = {
+    "matmul.allow_tf32": "maps to HF32 matmuls (torch.npu.matmul.allow_hf32) under the shim",
+    "matmul.allow_fp16_reduced_precision_reduction": "accepted; NPU matmul precision is set by its own switches",
+    "sdp_kernel": "SDPA kernel selection is accepted; the NPU picks its own fused attention kernel",
+    "enable_": "SDPA kernel switches are accepted; the NPU picks its own fused attention kernel",
+    "is_built": "False on NPU builds",
+}
+
 #: qualname prefixes worth binding as aliases (anything else is not followed)
 INTERESTING_ROOTS = ("torch", "triton", "numba", "deepspeed", "flash_attn", "os", "subprocess")
 
@@ -45,7 +60,9 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         msg = f"torch.cuda.{name}"
         if st.note:
             msg += f": {st.note}"
-        if st.npu_name:
+        if st.rule == "device-capability":
+            sugg = RULES[st.rule].suggestion
+        elif st.npu_name:
             sugg = f"use {st.npu_name}"
         else:
             sugg = "no torch.npu counterpart; " + RULES[st.rule].suggestion
@@ -56,25 +73,30 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
             r = RULES["cudnn-deterministic"]
             return r.id, r.handling, "torch.backends.cudnn.deterministic: " + r.explanation, r.suggestion
         r = RULES["cudnn-flag"]
-        return r.id, r.handling, f"torch.backends.cudnn{'.' + flag if flag else ''}: {r.explanation}", r.suggestion
+        why = CUDNN_NOTES.get(flag, "no cuDNN on NPU; accepted by the shim, no effect")
+        return r.id, r.handling, f"torch.backends.cudnn{'.' + flag if flag else ''}: {why}", r.suggestion
     if q.startswith("torch.backends.cuda.") or q == "torch.backends.cuda":
         r = RULES["cuda-backend-flag"]
-        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+        rest = q[len("torch.backends.cuda."):]
+        why = next((v for k, v in CUDA_BACKEND_NOTES.items() if rest.startswith(k)),
+                   "CUDA backend switch; accepted by the shim, no effect on NPU")
+        return r.id, r.handling, f"{q}: {why}", r.suggestion
     if q in DATA_PARALLEL:
         r = RULES["data-parallel"]
-        return r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: {r.explanation}", r.suggestion
+        return r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: runs on one NPU only (no single-process multi-device on NPU)", r.suggestion
     if q in FLOAT64:
         r = RULES["float64"]
-        return r.id, r.handling, f"{q}: {r.explanation}", f"use {FLOAT64[q]} on the NPU"
+        return (r.id, r.handling, f"{q}: no float64 compute on NPU; on the device it becomes float32 under the "
+                "shim (numerics change) or fails", f"use {FLOAT64[q]} on the NPU (keep float64 math on the CPU)")
     if q in CHANNELS_LAST:
         r = RULES["channels-last"]
-        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+        return r.id, r.handling, f"{q}: runs, but no speed-up on NPU (extra layout conversions)", r.suggestion
     if q in JIT_SCRIPT:
         r = RULES["jit-script"]
-        return r.id, r.handling, f"{q}: {r.explanation}", r.suggestion
+        return r.id, r.handling, f"{q}: runs op by op on NPU (no CUDA fuser); left enabled by the shim", r.suggestion
     if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
         r = RULES["reduce-op-avg"]
-        return r.id, r.handling, f"ReduceOp.AVG: {r.explanation}", r.suggestion
+        return r.id, r.handling, "ReduceOp.AVG: not supported by HCCL (all_reduce raises)", r.suggestion
     if q in NCCL_NAMES:
         r = RULES["nccl-backend"]
         return r.id, r.handling, f"{q}: NCCL is not available on NPU (HCCL is).", f"use {NCCL_NAMES[q]}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ascend_compat.cuda_shim import dtype_manager
+from ascend_compat.cuda_shim import devices, dtype_manager
 from ascend_compat.cuda_shim.devices import translate
 from ascend_compat.cuda_shim.registry import hit, make_wrapper
 
@@ -46,12 +46,15 @@ def device_kwarg(key: str, names: tuple[str, ...] = ("device",), positions: tupl
                 return original(*args, **kwargs)
         else:
             name0 = names[0]
+            cache_get = devices._STR_CACHE.get  # same dict object for the process lifetime
 
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 if kwargs:
                     d = kwargs.get(name0)
                     if d is not None:
-                        n = translate(d, ints)
+                        n = cache_get(d) if type(d) is str else None
+                        if n is None:
+                            n = translate(d, ints)
                         if n is not d:
                             kwargs[name0] = n
                             hit(key)

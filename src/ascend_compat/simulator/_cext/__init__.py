@@ -3,7 +3,7 @@
 Contract: :func:`load_guard(num_devices) <load_guard>` returns an object with
 ``current_device() -> int``, ``set_device(i)`` and ``device_count() -> int`` once a
 PrivateUse1 device guard reporting ``num_devices`` devices is the one registered in
-this process, or ``None`` (the reason is logged and kept in :func:`unavailable_reason`).
+this process, or ``None`` (the reason is kept in :func:`unavailable_reason`).
 It must be called *before* ``_setup_privateuseone_for_python_backend``: whichever guard
 is registered first stays, and the Python guard registration then returns False and
 is ignored. After success, the simulator's ``current_device``/``set_device`` must go
@@ -52,7 +52,7 @@ expressed at all. The guard gives real indices in both cases, so it was chosen.
 Limits
     - Without a C++ compiler (``$CXX`` or ``c++``), Python headers, torch's C++
       headers or ninja on a first build, or when that build fails, no guard: the
-      simulator offers one device and logs why when more were requested (a failed
+      simulator offers one device and warns why when more were requested (a failed
       build is retried at the next install).
     - The count is fixed once registered (the autograd engine keeps its queue count
       for the process lifetime); at most 64 devices.
@@ -96,7 +96,7 @@ def load_guard(num_devices: int) -> Any | None:
 
     Returns the guard object (``current_device()``, ``set_device(i)``,
     ``device_count()``, ``is_active()``) or None when it cannot be had here; the
-    reason is logged as a warning and returned by :func:`unavailable_reason`.
+    reason is logged and returned by :func:`unavailable_reason` (the simulator warns with it).
     Idempotent for the same ``num_devices``; a different count in the same process
     returns None (the count cannot change once the autograd engine has seen it).
     """
@@ -116,9 +116,8 @@ def load_guard(num_devices: int) -> Any | None:
         else:
             _guard, _reason = module, None
             return module
-    log.warning(
-        "simulated NPU: cannot offer %d devices, only 1: %s", num_devices, _reason
-    )
+    # the simulator turns this into a SimulatedDeviceCountWarning with the fix (see _guard)
+    log.info("simulated NPU: cannot offer %d devices, only 1: %s", num_devices, _reason)
     return None
 
 

@@ -145,6 +145,17 @@ def _lazy_init() -> None:
         _initialized = True
 
 
+def _forget_install_probes() -> None:
+    """Undo the initialisation that ``install()``'s self-checks caused (torch's DLPack import runs
+    ``_lazy_init``): as after ``import torch_npu``, the state is initialised by the first real use,
+    which decides whether a forked child may use the device."""
+    global _initialized, _original_pid, _cached_device_count
+    with _init_lock:
+        _initialized = False
+        _original_pid = None
+        _cached_device_count = None
+
+
 def init() -> None:
     """Initialise the NPU state explicitly (normally done on demand)."""
     _lazy_init()
