@@ -48,6 +48,7 @@ class TinyGPT(nn.Module):
         self.ln = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
         self.head.weight = self.tok.weight  # tied weights, as in GPT-2
+        nn.init.normal_(self.tok.weight, std=0.02)
 
     def forward(self, idx):
         t = idx.shape[1]
