@@ -9,6 +9,7 @@
 | ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
 | ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |
 | ``ASCEND_COMPAT_NO_PATCH`` | ``1``: do not activate the runtime shim at import |
+| ``ASCEND_COMPAT_DEVICE_CAPABILITY`` | ``major.minor`` that ``torch.cuda.get_device_capability()`` returns under the shim when the NPU reports none (default ``8.0``) |
 | ``ASCEND_COMPAT_LOG_LEVEL`` | logging level of the ``ascend_compat`` logger (``DEBUG`` logs each translation once per call site) |
 
 Values are read when asked for, not cached, so tests and launchers can set them just before use.

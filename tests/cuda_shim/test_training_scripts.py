@@ -89,3 +89,8 @@ def test_torchrun_two_processes_backend_nccl_in_source(script):
         assert r["world"] == "2" and r["backend"] == "hccl"
     else:
         assert r["wrapper"] == "DistributedDataParallel"
+
+
+def test_multiprocessing_spawn_ddp_children_are_shimmed():
+    r = _run("spawn_ddp.py", env={"ASCEND_COMPAT_SIM_DEVICES": "2"})
+    assert r == {"device": "npu:0", "ranks": "2", "replicas_equal": "True", "backend": "hccl"}

@@ -39,6 +39,7 @@ def make_env(name: str | None, env: dict | None = None, *, with_bin: bool = True
     kw.setdefault("import_probe", None)
     kw.setdefault("version_matrix", lambda: [dict(r) for r in MATRIX])
     kw.setdefault("python_version", (3, 10, 14))
+    kw.setdefault("inspect_process", False)  # a fixture machine, not this test process
     return Environment(root=root, env=base, python=sys.executable, **kw)
 
 

@@ -197,18 +197,24 @@ def test_dispatcher_predicate_reads_privateuse1_registrations():
 
 
 def test_without_an_npu_nothing_falls_back():
-    import torch
-
-    with FallbackMonitor() as m:
-        torch.mode(torch.tensor([1.0, 1.0, 2.0]))
-    report = m.report
-    assert m.method == "none" and report.summary() == "no CPU fallbacks" and len(report) == 0
-    assert report.to_dict() == {"method": "none", "total_calls": 0, "summary": "no CPU fallbacks", "ops": []}
-    with pytest.raises(RuntimeError, match="needs the simulated NPU"):
-        with FallbackMonitor(method="events"):
-            pass
-    with pytest.raises(ValueError, match="method must be one of"):
-        FallbackMonitor(method="warnings")
+    # A fresh process: the pytest worker may have the simulator installed by another test module.
+    code = """
+        import torch
+        import pytest
+        from ascend_compat.doctor.fallback import FallbackMonitor
+        with FallbackMonitor() as m:
+            torch.mode(torch.tensor([1.0, 1.0, 2.0]))
+        report = m.report
+        assert m.method == "none" and report.summary() == "no CPU fallbacks" and len(report) == 0
+        assert report.to_dict() == {"method": "none", "total_calls": 0, "summary": "no CPU fallbacks", "ops": []}
+        with pytest.raises(RuntimeError, match="needs the simulated NPU"):
+            with FallbackMonitor(method="events"):
+                pass
+        with pytest.raises(ValueError, match="method must be one of"):
+            FallbackMonitor(method="warnings")
+        print("ok")
+    """
+    assert _run(code).strip() == "ok"
 
 
 def test_report_formatting():

@@ -54,3 +54,25 @@ def test_training_step_under_a_mode():
         opt.step()
     assert any("addmm" in o or "mm" in o for o in mode.ops)
     assert all(p.grad is not None and p.grad.device.type == "npu" for p in model.parameters())
+
+
+def test_per_op_registrations_only_from_the_first_mode_push():
+    # until a dispatch mode is used, the dispatcher shows PrivateUse1 kernels only where torch_npu
+    # registers them (fallback ops such as aten::mode have none); the first push adds them
+    from _subproc import check, run_python
+
+    out = check(run_python("""
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        import ascend_compat.simulator as sim
+        sim.install()
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        print(has("aten::mode", "PrivateUse1"))
+        class M(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        with M():
+            t = torch.tensor([3.0, 1.0, 3.0], device="npu")
+        print(has("aten::mode", "PrivateUse1"), torch.mode(t).values.item())
+    """))
+    assert out.split() == ["False", "True", "3.0"]

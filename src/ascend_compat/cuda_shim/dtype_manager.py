@@ -66,11 +66,13 @@ def device_dtype(dtype: Any, what: str) -> Any:
     """The dtype to use on the device for a requested ``dtype`` under the current policy."""
     import torch
 
-    if _POLICY is DTypePolicy.OFF or dtype is not torch.float64:
-        if _POLICY is not DTypePolicy.OFF and dtype is torch.complex128:
-            return _convert(dtype, torch.complex64, what)
+    if _POLICY is DTypePolicy.OFF:
         return dtype
-    return _convert(dtype, torch.float32, what)
+    if dtype is torch.float64:
+        return _convert(dtype, torch.float32, what)
+    if dtype is torch.complex128:
+        return _convert(dtype, torch.complex64, what)
+    return dtype
 
 
 def _convert(dtype: Any, to: Any, what: str) -> Any:
@@ -95,8 +97,6 @@ def _convert(dtype: Any, to: Any, what: str) -> Any:
 
 
 def _caller() -> tuple[str, int]:
-    import sys
-
     from ascend_compat.cuda_shim.registry import _user_site
 
-    return _user_site() if sys._getframe(1) else ("?", 0)
+    return _user_site()

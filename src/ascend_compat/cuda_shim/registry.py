@@ -305,6 +305,12 @@ def applied() -> list[Change]:
     return list(_ACTIVE)
 
 
+def pending() -> list[Change]:
+    """The changes declared and waiting for their module's import."""
+    with _LOCK:
+        return [change for waiting in _PENDING.values() for change in waiting]
+
+
 def skipped() -> list[tuple[str, str]]:
     """``(target, why)`` for declared patches that were not applied in this process."""
     return list(_SKIPPED)

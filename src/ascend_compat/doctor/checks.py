@@ -41,6 +41,8 @@ class Facts:
     @cached_property
     def in_process_simulator(self) -> bool:
         """The simulator is installed in this very process (then torch is already imported)."""
+        if not self.environment.inspect_process:
+            return False
         sim = sys.modules.get("ascend_compat.simulator")
         try:
             return bool(sim is not None and sim.is_installed())

@@ -107,6 +107,8 @@ class Environment:
     sys_path: Optional[Sequence[str]] = None  # None: this interpreter's sys.path
     import_probe: Optional[ImportProbe] = probe_import  # None: never import torch_npu
     simulate: bool = False
+    #: also inspect this very process (an in-process simulator); False for a description of another machine
+    inspect_process: bool = True
     version_matrix: Optional[Callable[[], list]] = None  # None: ascend_compat.data.version_matrix
 
     def path(self, p: str | os.PathLike) -> Path:

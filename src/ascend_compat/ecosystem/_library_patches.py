@@ -14,9 +14,7 @@ def is_live(patch) -> bool:
     """True when ``patch`` is applied or waiting for its module's import."""
     from ascend_compat.cuda_shim import registry
 
-    if patch in registry.applied():
-        return True
-    return any(patch in waiting for waiting in registry._PENDING.values())
+    return patch in registry.applied() or patch in registry.pending()
 
 
 def apply_once(patches: list) -> int:

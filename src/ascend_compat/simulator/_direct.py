@@ -7,12 +7,15 @@ those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the 
 implements natively also get one, as torch_npu's kernel shadows the composite. The special ops whose composite kernels would shadow the
 fallback (pitfall 2) are registered here too.
 
-Every other aten op that would reach the backend fallback (no PrivateUse1 or composite kernel)
-gets the same kernel registered per op, which changes no semantics (the fallback is what would run)
-but is needed for ``TorchDispatchMode``: torch's Python kernel holder re-enters Python through a
-per-op registration table whenever a dispatch mode is on the stack (nested modes, or C++ paths such
-as ``torch.tensor(data, device=...)`` that exclude the Python key), and a *fallback* has no entry
-there, so every op reaching it died with ``INTERNAL ASSERT func != nullptr``.
+Dispatch modes: torch's Python kernel holder re-enters Python through a per-op registration table
+whenever a ``TorchDispatchMode`` is on the stack while a backend kernel runs (nested modes, or C++
+paths such as ``torch.tensor(data, device=...)`` that exclude the Python key). A *fallback* has no
+entry there, so every op reaching the simulator's boxed fallback then died with ``INTERNAL ASSERT
+func != nullptr``. :func:`register_fallback_ops` therefore registers the same generic kernel per op
+for every aten op that would reach the fallback (no PrivateUse1 or composite kernel), which changes
+no semantics (it is what the fallback runs). It is called at the first dispatch-mode push
+(``_patches``), not at install, so that until then the dispatcher shows exactly what torch_npu
+shows: a PrivateUse1 kernel only for the ops it registers (tools read native coverage from it).
 """
 from __future__ import annotations
 
@@ -41,12 +44,13 @@ def _native_composite(op) -> bool:
     return torch.Tag.inplace_view not in op.tags
 
 
-def _overloads(native=frozenset()):
+def _overloads(native=frozenset(), fallback_ops: bool = False):
     """Yield ``(OpOverload, fallback_mode)`` for every aten overload that should get a direct kernel.
 
     ``fallback_mode`` tells how torch_npu would reach the op (see ``_fallback.fallback_name``):
     "structured" (through the ``out`` overload), "composite" (a ``_foreach_*`` op torch_npu lacks
-    decomposes into per-tensor ops: never a fallback itself) or "plain".
+    decomposes into per-tensor ops: never a fallback itself) or "plain". With ``fallback_ops``,
+    yield instead the ops that would reach the boxed fallback (see :func:`register_fallback_ops`).
     """
     for qualname in torch._C._dispatch_get_all_op_names():
         if not qualname.startswith("aten::"):
@@ -60,13 +64,14 @@ def _overloads(native=frozenset()):
         structured = (_has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")
                       and _has_kernel(qualname, "CPU"))
         explicit = _has_kernel(qualname, "CompositeExplicitAutograd")
-        # would reach the backend fallback: registered per op for dispatch modes (module docstring)
-        reaches_fallback = not (structured or explicit or _has_kernel(qualname, "CompositeImplicitAutograd")
-                                or _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional"))
         foreach = name.startswith("_foreach_") and explicit
         key = name if not overload or overload == "default" else f"{name}.{overload}"
         native_explicit = explicit and key in native and name not in _NEVER_DIRECT
-        if not (structured or foreach or native_explicit or reaches_fallback):
+        if fallback_ops:
+            if (structured or explicit or _has_kernel(qualname, "CompositeImplicitAutograd")
+                    or _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")):
+                continue
+        elif not (structured or foreach or native_explicit):
             continue
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:
@@ -74,6 +79,9 @@ def _overloads(native=frozenset()):
         try:
             op = getattr(packet, overload or "default")
         except AttributeError:
+            continue
+        if fallback_ops:
+            yield op, "plain"
             continue
         if native_explicit and not (structured or foreach) and not _native_composite(op):
             continue
@@ -95,4 +103,25 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
     for op, mode in _overloads(native):
         lib.impl(op, _dispatch.direct_kernel(op, mode), "PrivateUse1")
         count += 1
+    return count
+
+
+_fallback_lib = None
+
+
+def register_fallback_ops() -> int:
+    """Register the generic kernel per op for every aten op that would reach the boxed fallback
+    (once per process; returns how many were registered by this call). See the module docstring."""
+    global _fallback_lib
+    if _fallback_lib is not None:
+        return 0
+    from ascend_compat import simulator
+
+    lib = torch.library.Library("aten", "IMPL")
+    count = 0
+    for op, mode in list(_overloads(fallback_ops=True)):
+        lib.impl(op, _dispatch.direct_kernel(op, mode), "PrivateUse1")
+        count += 1
+    simulator._libraries.append(lib)  # registrations live as long as their Library object
+    _fallback_lib = lib
     return count

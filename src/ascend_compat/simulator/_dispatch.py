@@ -44,7 +44,7 @@ class Plan:
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
-                 "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch")
+                 "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast")
 
     def __init__(self, op, mode: str = "plain"):
         from ascend_compat.simulator import _special_ops
@@ -102,6 +102,8 @@ class Plan:
                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
                        and self.returns_alias is None and self.single_tensor_return
                        and not any(str(a.type) in _LIST_TYPES for a in args))
+        # what run() would do is exactly _fast(): a compute op without a simulated fallback
+        self.fast = self.simple and self.kind == "compute" and self.fallback is None
 
 
 def plan_for(op, mode: str = "plain") -> Plan:
@@ -128,7 +130,7 @@ class _Conv:
         self.aliases = None
 
 
-def _to_host(t, conv: _Conv, allow_cpu: bool):
+def _to_host(t, conv: _Conv, allow_cpu: bool, write: bool = True):
     if t.is_cpu:
         if t.dim() != 0 and not allow_cpu:
             if conv.aliases is None:
@@ -142,15 +144,17 @@ def _to_host(t, conv: _Conv, allow_cpu: bool):
         conv.index = idx
     elif conv.index != idx:
         raise mixed_device_error(f"npu:{conv.index}", f"npu:{idx}")
-    return _memory.host_for(t, True)
+    return _memory.host_for(t, write)
 
 
-def _convert(x, conv: _Conv, is_tensor_slot: bool, allow_cpu: bool):
+def _convert(x, conv: _Conv, is_tensor_slot: bool, allow_cpu: bool, write: bool = True):
+    """Host form of one argument; ``write`` False (an argument the schema does not mark as
+    written) allows the allocation's own host tensor instead of a fresh retag."""
     if isinstance(x, _Tensor):
-        return _to_host(x, conv, allow_cpu)
+        return _to_host(x, conv, allow_cpu, write)
     if isinstance(x, (list, tuple)):
         if x and any(isinstance(e, _Tensor) for e in x):
-            return [(_to_host(e, conv, allow_cpu) if isinstance(e, _Tensor) else e) for e in x]
+            return [(_to_host(e, conv, allow_cpu, write) if isinstance(e, _Tensor) else e) for e in x]
         return x
     if is_tensor_slot and isinstance(x, (int, float, bool, complex)):
         return torch.tensor(x)  # a Python number arrived in a Tensor position (wrapped number)
@@ -197,6 +201,7 @@ def _new_out(r, index):
 
 
 _host_for = _memory.host_for
+_hosts_get = _memory._hosts.get
 
 
 def _fast(plan: Plan, args: tuple, kwargs: dict):
@@ -216,7 +221,15 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
                 index = idx
             elif idx != index:
                 raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
-            cargs[i] = _host_for(a, i in written)
+            if i in written or a.is_conj() or a.is_neg():
+                cargs[i] = _host_for(a, i in written)
+            else:  # _memory.host_for_read, inlined: the allocation's own host tensor when it fits
+                ref = _hosts_get(a.data_ptr())
+                h = ref() if ref is not None else None
+                if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
+                    cargs[i] = h
+                else:
+                    cargs[i] = _retag(a, _KDL_CPU, 0)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (pitfall 3)
     if kwargs:
@@ -249,7 +262,9 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     conv = _Conv()
     allow = plan.allow_cpu_list
     tpos = plan.tensor_pos
-    cargs = [_convert(a, conv, i in tpos, allow and isinstance(a, (list, tuple))) for i, a in enumerate(args)]
+    written = plan.written_pos
+    cargs = [_convert(a, conv, i in tpos, allow and isinstance(a, (list, tuple)), i in written)
+             for i, a in enumerate(args)]
     if kwargs:
         tkw = plan.tensor_kw
         ckwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
@@ -332,6 +347,8 @@ def direct_kernel(op, mode: str = "plain"):
         nonlocal plan
         if plan is None:
             plan = plan_for(op, mode)
+        if plan.fast:
+            return _fast(plan, args, kwargs)  # one Python frame less on the hot path
         return run(plan, args, kwargs)
 
     kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"

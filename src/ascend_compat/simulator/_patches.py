@@ -147,8 +147,110 @@ def _patch_autocast_cache():
     torch.clear_autocast_cache = clear_autocast_cache
 
 
+def _patch_storage_resize():
+    # Resizing an npu storage in place needs the backend's C++ ``resizePrivateUse1Bytes`` hook,
+    # which Python hooks cannot provide (torch says "You should register PrivateUse1HooksInterface").
+    # A simulator limit: say so, and what to do instead. Same-size resizes are no-ops, as in torch.
+    cls = torch.UntypedStorage
+    orig = cls.resize_
+
+    def resize_(self, size):
+        if self.device.type == "npu":
+            if size == self.nbytes():
+                return self
+            raise NotImplementedError(
+                f"UntypedStorage.resize_({size}) on an npu storage of {self.nbytes()} bytes is not supported "
+                "by the simulated NPU (a simulator limit: simulated device storage cannot change size in "
+                "place; torch_npu supports it). Resize the tensor instead (tensor.resize_(...), which the "
+                "simulator supports) or allocate a new tensor. Code that frees parameter memory with "
+                "storage.resize_(0) and regrows it (FSDP1, ZeRO-3 style offload) cannot run on the simulator.")
+        return orig(self, size)
+
+    resize_.__doc__ = orig.__doc__
+    cls.resize_ = resize_
+
+
+# torch_npu has supported DLPack for npu tensors since 2.7 (torch_npu/utils/dlpack.py, patched into
+# torch.from_dlpack / torch.utils.dlpack at import; absent from the 2.1-2.6 wheels).
+_DLPACK_SINCE = (2, 7)
+
+
+def _emulated_version() -> tuple:
+    cfg = _state.config
+    key = getattr(cfg, "op_table_version", None) or getattr(cfg, "torch_npu_version", None)
+    if not key:
+        return (99, 0)  # newest
+    try:
+        major, minor = str(key).split(".")[:2]
+        return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+    except ValueError:
+        return (99, 0)
+
+
+def _patch_dlpack():
+    # torch's own from_dlpack rejects npu tensors ("Unknown device type npu for Dlpack"). torch_npu
+    # >= 2.7 patches torch.from_dlpack / to_dlpack so npu tensors round-trip zero-copy as npu tensors
+    # (DLPack device kDLExtDev); the simulator does the same for those versions and, for older
+    # emulated versions, says that the real torch_npu lacks it.
+    import torch.utils.dlpack as dl
+
+    orig_from, orig_to = dl.from_dlpack, dl.to_dlpack
+
+    def _check_supported(what):
+        if _emulated_version() < _DLPACK_SINCE:
+            v = _state.config.torch_npu_version or _state.config.op_table_version
+            raise RuntimeError(
+                f"{what} of an npu tensor is not supported by torch_npu {v} (the emulated version): "
+                "DLPack support for npu tensors arrived in torch_npu 2.7. Copy through the CPU "
+                "(tensor.cpu()), or emulate a newer torch_npu.")
+
+    def from_dlpack(ext_tensor):
+        if isinstance(ext_tensor, torch.Tensor) and ext_tensor.device.type == "npu":
+            _check_supported("torch.from_dlpack")
+            return torch._C._from_dlpack(ext_tensor.__dlpack__())
+        return orig_from(ext_tensor)
+
+    def to_dlpack(tensor):
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == "npu":
+            _check_supported("torch.to_dlpack")
+        return orig_to(tensor)
+
+    from_dlpack.__doc__, to_dlpack.__doc__ = orig_from.__doc__, orig_to.__doc__
+    for mod in (dl, torch.utils, torch):
+        if getattr(mod, "from_dlpack", None) is orig_from:
+            mod.from_dlpack = from_dlpack
+        if getattr(mod, "to_dlpack", None) is orig_to:
+            mod.to_dlpack = to_dlpack
+
+
+def _patch_dispatch_mode_push():
+    # A TorchDispatchMode on the stack makes torch route Python backend kernels through a per-op
+    # table a boxed fallback is not in (INTERNAL ASSERT func != nullptr): at the first mode push,
+    # the fallback-reaching ops get per-op registrations (_direct.register_fallback_ops).
+    import torch.utils._python_dispatch as pd
+
+    from ascend_compat.simulator import _direct
+
+    orig = pd._push_mode
+    lock = threading.Lock()
+    done = []
+
+    def _push_mode(*args, **kwargs):
+        if not done:
+            with lock:
+                if not done:
+                    _direct.register_fallback_ops()
+                    done.append(True)
+        return orig(*args, **kwargs)
+
+    _push_mode.__doc__ = orig.__doc__
+    _push_mode.__wrapped__ = orig
+    pd._push_mode = _push_mode
+
+
 PATCHES = (_patch_tensor_str, _patch_untyped_storage, _patch_pin_memory, _patch_accelerator_synchronize,
-           _patch_generator, _patch_autocast_cache)
+           _patch_generator, _patch_autocast_cache, _patch_storage_resize, _patch_dlpack,
+           _patch_dispatch_mode_push)
 
 
 def apply() -> None:

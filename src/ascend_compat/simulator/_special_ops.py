@@ -40,7 +40,18 @@ def _device_index(device) -> int:
 _PLAIN_FORMATS = (None, torch.contiguous_format, torch.preserve_format)
 
 
+def _refuse_pinned(pin_memory):
+    if pin_memory:
+        # CUDA's and torch_npu's wording; pinning is a property of host memory
+        raise RuntimeError(
+            "Only dense CPU tensors can be pinned. pin_memory=True asks for page-locked *host* memory: "
+            "create the tensor on the CPU with pin_memory=True and move it with .to('npu', non_blocking=True), "
+            "or drop pin_memory for tensors created on npu.")
+
+
 def _empty(op, size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    if pin_memory:
+        _refuse_pinned(pin_memory)
     index = _device_index(device)
     if dtype is None:
         dtype = torch.get_default_dtype()
@@ -51,6 +62,8 @@ def _empty(op, size, dtype=None, layout=None, device=None, pin_memory=None, memo
 
 
 def _empty_strided(op, size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    if pin_memory:
+        _refuse_pinned(pin_memory)
     index = _device_index(device)
     if dtype is None:
         dtype = torch.get_default_dtype()

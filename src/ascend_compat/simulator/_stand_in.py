@@ -112,6 +112,11 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         return spec
 
     def find_distributions(self, context=None) -> Iterator[importlib.metadata.Distribution]:
+        # Only answer for this interpreter's own search path: a query about another location
+        # (``distributions(path=[...])``, e.g. a doctor inspecting another tree) must not see us.
+        path = getattr(context, "path", sys.path)
+        if path is not sys.path and list(path) != list(sys.path):
+            return
         name = getattr(context, "name", None)
         if name is None or _normalize(name) == "torch_npu":
             yield _StandInDistribution(self.version)

@@ -75,7 +75,7 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "make_graphed_callables": (EMULATE, "torch.npu's when available, else returns the callables unchanged (eager, one warning)"),
     "graphs": (KEEP, "submodule; its public names are mapped one by one"),
     # legacy tensor types and storages
-    **{f"{t}Tensor": (EMULATE, f"builds an npu tensor of that dtype; isinstance checks dtype and device")
+    **{f"{t}Tensor": (EMULATE, "builds an npu tensor of that dtype; isinstance checks dtype and device")
        for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},
     **{f"{t}Storage": (MAP, _SAME)
        for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},

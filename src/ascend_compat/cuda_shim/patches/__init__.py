@@ -14,4 +14,6 @@ ORDER = (
     "parallel_comm",
     "serialization",
     "libraries",
+    "multiprocessing",
+    "ecosystem",
 )
