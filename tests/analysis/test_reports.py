@@ -100,5 +100,5 @@ def test_realistic_script_report_is_actionable():
     assert s["difficulty"]["level"] == "moderate"
     rules = {(x["line"], x["rule"], x["handling"]) for x in rep["files"][0]["findings"]}
     assert {(6, "cuda-library", "partial"), (11, "float64", "partial"), (30, "nccl-backend", "auto"),
-            (33, "device-capability", "partial"), (45, "reduce-op-avg", "manual")} <= rules
+            (33, "device-capability", "partial"), (45, "reduce-op-avg", "partial")} <= rules
     assert not any(x["line"] == 48 for x in rep["files"][0]["findings"])  # torch.save is fine

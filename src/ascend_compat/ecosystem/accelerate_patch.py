@@ -38,7 +38,8 @@ def normalize_max_memory(max_memory: Any) -> Any:
 
     Other keys (ints, "cpu", "disk", "mps") and non-dict values are returned unchanged. A key
     naming a device without an index (``"npu"``) is device 0. Two keys for the same index raise
-    ValueError (accelerate would otherwise keep one silently).
+    ValueError (accelerate would otherwise keep one silently). Returns ``max_memory`` itself when
+    no key needed renaming, else a new dict (the argument is never modified).
     """
     if not isinstance(max_memory, dict):
         return max_memory
@@ -53,7 +54,7 @@ def normalize_max_memory(max_memory: Any) -> Any:
         if index in out:
             raise ValueError(f"max_memory names device {index} twice ({max_memory!r}); give each device once")
         out[index] = value
-    return out
+    return max_memory if list(out) == list(max_memory) else out
 
 
 def _get_max_memory(original):
@@ -61,9 +62,14 @@ def _get_max_memory(original):
 
     def get_max_memory(max_memory=None, *args, **kwargs):
         fixed = normalize_max_memory(max_memory)
-        if fixed != max_memory:
+        if fixed is not max_memory:
+            # accelerate converts "10MB" -> int IN the caller's dict and callers rely on it
+            # (transformers' get_max_memory then compares max_memory[k] with its result), so
+            # rename the keys in place rather than hand accelerate a copy.
             hit("accelerate max_memory device-name keys -> indices")
-        return original(fixed, *args, **kwargs)
+            max_memory.clear()
+            max_memory.update(fixed)
+        return original(max_memory, *args, **kwargs)
 
     return make_wrapper(original, get_max_memory)
 

@@ -102,9 +102,12 @@ _RULES = [
          "NCCL variables have no effect on HCCL; the shim maps the ones with an HCCL equivalent "
          "(e.g. NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME) and warns about the rest.",
          "set the HCCL_* equivalent (HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT, HCCL_BUFFSIZE...)"),
-    Rule("reduce-op-avg", "distributed", MANUAL, "ReduceOp.AVG",
-         "HCCL implements SUM/PROD/MAX/MIN; all_reduce with ReduceOp.AVG is rejected on NPU.",
-         "all_reduce with ReduceOp.SUM, then divide by dist.get_world_size()"),
+    Rule("reduce-op-avg", "distributed", PARTIAL, "ReduceOp.AVG",
+         "HCCL itself implements only SUM/PROD/MAX/MIN: current torch_npu (and the simulator) runs AVG "
+         "as SUM followed by a division, so results can differ in the last bits from NCCL's AVG; "
+         "older torch_npu releases reject ReduceOp.AVG.",
+         "for portability across torch_npu versions: all_reduce with ReduceOp.SUM, then divide by "
+         "dist.get_world_size()"),
     Rule("data-parallel", "distributed", PARTIAL, "nn.DataParallel",
          "torch_npu does not support single-process multi-device DataParallel: it runs on one NPU "
          "only.",
