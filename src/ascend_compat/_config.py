@@ -9,6 +9,7 @@
 | ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
 | ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |
 | ``ASCEND_COMPAT_NO_PATCH`` | ``1``: do not activate the runtime shim at import |
+| ``ASCEND_COMPAT_DISABLE`` | comma-separated ecosystem integrations the shim must not apply when it activates: ``flash_attn``, ``apex``, ``xformers``, ``bitsandbytes`` (drop-in modules), ``transformers``, ``accelerate``, ``deepspeed``, ``lightning``, or ``all``; an unknown name is an error. An explicit ``<integration>.apply()`` / ``_modules.install()`` still applies |
 | ``ASCEND_COMPAT_DEVICE_CAPABILITY`` | ``major.minor`` that ``torch.cuda.get_device_capability()`` returns under the shim when the NPU reports none (default ``8.0``) |
 | ``ASCEND_COMPAT_LOG_LEVEL`` | logging level of the ``ascend_compat`` logger (``DEBUG`` logs each translation once per call site) |
 
@@ -32,6 +33,12 @@ def simulate_requested() -> bool:
 
 def no_patch_requested() -> bool:
     return flag("ASCEND_COMPAT_NO_PATCH")
+
+
+def disabled_integrations() -> frozenset[str]:
+    """Lower-cased names listed in ``ASCEND_COMPAT_DISABLE`` (validated by the shim's ecosystem patches)."""
+    raw = os.environ.get("ASCEND_COMPAT_DISABLE", "")
+    return frozenset(part.strip().lower().replace("-", "_") for part in raw.split(",") if part.strip())
 
 
 def parse_bytes(text: str) -> int:

@@ -19,6 +19,7 @@ def test_not_importable_without_activation():
 
 
 def test_imports_metadata_and_clear_errors_when_installed():
+    """An explicit install() (the shim's own is disabled here, so this call is the one that enables them)."""
     out = ok(run("""
         import importlib.metadata as md, importlib.util, sys
         import ascend_compat
@@ -55,7 +56,7 @@ def test_imports_metadata_and_clear_errors_when_installed():
             md.version("bitsandbytes")
         except md.PackageNotFoundError:
             print("BNB no metadata", bnb.optim.AdamW8bit is AdamW8bit)
-    """, ASCEND_COMPAT_SIMULATE="1"))
+    """, ASCEND_COMPAT_SIMULATE="1", ASCEND_COMPAT_DISABLE="flash_attn,apex,xformers,bitsandbytes"))
     assert "ENABLED ['apex', 'bitsandbytes', 'flash_attn', 'xformers']" in out
     assert "VERSIONS 2.7.4 2.7.4 2.7.4" in out
     assert "SUMMARY ascend-compat drop-in emulating flash_attn 2.7.4" in out
@@ -85,18 +86,24 @@ def test_uninstall_and_registry_revert_remove_everything():
     assert "AFTER [] False False None" in out and "DIRECT ok" in out
 
 
-def test_real_package_wins(tmp_path):
+@pytest.mark.parametrize("by", ["shim", "explicit_install"])
+def test_real_package_wins(tmp_path, by):
+    """Whether the shim's activation or an explicit install() enables the drop-ins, a real
+    installed flash_attn is left alone."""
     real = tmp_path / "flash_attn"
     real.mkdir()
     (real / "__init__.py").write_text("REAL = True\n__version__ = '9.9.9'\n")
+    extra = {"ASCEND_COMPAT_DISABLE": "all"} if by == "explicit_install" else {}
     out = ok(run("""
         import ascend_compat
         from ascend_compat.ecosystem import _modules
-        print("ENABLED", sorted(_modules.install()))
+        print("ENABLED", sorted(_modules.install()), "INSTALLED", _modules.installed())
         import flash_attn
         print("REAL", getattr(flash_attn, "REAL", False))
-    """, ASCEND_COMPAT_SIMULATE="1", PYTHONPATH=str(tmp_path)))
-    assert "ENABLED ['apex', 'bitsandbytes', 'xformers']" in out and "REAL True" in out
+    """, ASCEND_COMPAT_SIMULATE="1", PYTHONPATH=str(tmp_path), **extra))
+    enabled_now = "['apex', 'bitsandbytes', 'xformers']" if by == "explicit_install" else "[]"
+    assert f"ENABLED {enabled_now} INSTALLED ['apex', 'bitsandbytes', 'xformers']" in out, out
+    assert "REAL True" in out
 
 
 def test_shim_activation_installs_the_dropins():
@@ -104,15 +111,14 @@ def test_shim_activation_installs_the_dropins():
         import ascend_compat
         from ascend_compat.ecosystem import _modules
         print("INSTALLED", _modules.installed())
+        print("AGAIN", _modules.install())  # an explicit install() after activation changes nothing
         import importlib.util
         print("SPEC", importlib.util.find_spec("flash_attn") is not None)
         ascend_compat.deactivate()
-        print("AFTER", _modules.installed())
+        print("AFTER", _modules.installed(), importlib.util.find_spec("flash_attn"))
     """, ASCEND_COMPAT_SIMULATE="1"))
-    if "INSTALLED []" in out:
-        pytest.skip("the runtime shim does not install the drop-ins yet: cuda_shim.patches needs an 'ecosystem' "
-                    "entry returning ascend_compat.ecosystem._modules.changes() (requested from the shim owner)")
-    assert "SPEC True" in out and "AFTER []" in out
+    assert "INSTALLED ['apex', 'bitsandbytes', 'flash_attn', 'xformers']" in out
+    assert "AGAIN []" in out and "SPEC True" in out and "AFTER [] None" in out
 
 
 def test_flash_attn_module_imports_without_the_shim():

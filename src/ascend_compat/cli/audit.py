@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 HELP = "run a script and report which of its ops would fall back to the CPU on the NPU"
 
@@ -47,16 +46,9 @@ def _write(text: str, output) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    path = os.path.abspath(output)
-    fd, tmp = tempfile.mkstemp(prefix=".audit-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from ascend_compat._files import write_text_atomic
+
+    write_text_atomic(output, text)
 
 
 def _run(module, target):

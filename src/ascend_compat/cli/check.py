@@ -3,7 +3,6 @@ imports or runs the analysed code)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 HELP = "find CUDA-specific code and rate how hard the move to Ascend is (static analysis)"
@@ -48,24 +47,6 @@ def _progress_printer():
     return show
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and os.replace."""
-    import tempfile
-
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".ascend-compat-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def main(args) -> int:
     from ascend_compat.analysis.report import render
     from ascend_compat.analysis.report.schema import build
@@ -97,7 +78,9 @@ def main(args) -> int:
     text = render(args.format, report, summary_only=args.summary)
     if args.output:
         try:
-            write_atomic(args.output, text)
+            from ascend_compat._files import write_text_atomic
+
+            write_text_atomic(args.output, text)
         except OSError as exc:
             print(f"ascend-compat check: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return 2

@@ -31,7 +31,7 @@ def main(args) -> int:
               "  install it with: pip install 'ascend-compat[migrate]'   (check works without it)", file=sys.stderr)
         return 2
     from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
-    from ascend_compat.cli.check import write_atomic
+    from ascend_compat._files import write_text_atomic
 
     try:
         outcomes = migrate_paths(args.paths, write=args.write, output_dir=args.output, exclude=args.exclude,
@@ -64,7 +64,7 @@ def main(args) -> int:
     if args.changes:
         fmt = args.changes_format or ("csv" if args.changes.lower().endswith(".csv") else "json")
         try:
-            write_atomic(args.changes, changes_table(outcomes, fmt))
+            write_text_atomic(args.changes, changes_table(outcomes, fmt))
         except OSError as exc:
             print(f"ascend-compat migrate: cannot write {args.changes}: {exc.strerror or exc}", file=sys.stderr)
             return 2

@@ -25,15 +25,20 @@ def apply_once(patches: list) -> int:
     return registry.apply_all(todo) if todo else 0
 
 
-def all_patches() -> list:
-    """The transformers, accelerate, DeepSpeed and Lightning patches not yet applied or waiting.
+def all_patches(only=None) -> list:
+    """The transformers, accelerate, DeepSpeed and Lightning patches not yet applied or waiting
+    (all four libraries, or those named in ``only``: ``"transformers"``, ``"accelerate"``,
+    ``"deepspeed"``, ``"lightning"``).
 
     For the shim to include in its declared changes at activation (each waits for its library's
     import, so nothing is imported here); safe after a manual ``<integration>.apply()``.
     """
     from ascend_compat.ecosystem import accelerate_patch, deepspeed_patch, lightning, transformers_patch
 
+    modules = {"transformers": transformers_patch, "accelerate": accelerate_patch,
+               "deepspeed": deepspeed_patch, "lightning": lightning}
     out = []
-    for module in (transformers_patch, accelerate_patch, deepspeed_patch, lightning):
-        out.extend(p for p in module.patches() if not is_live(p))
+    for name, module in modules.items():
+        if only is None or name in only:
+            out.extend(p for p in module.patches() if not is_live(p))
     return out

@@ -255,16 +255,21 @@ def install(only=None) -> list:
         return new
 
 
-def uninstall() -> None:
-    """Remove the finder and forget every virtual module already imported."""
+def uninstall(only=None) -> None:
+    """Stop serving the drop-in families (all, or the top-level names in ``only``) and forget their
+    virtual modules already imported; the finder leaves ``sys.meta_path`` once none is served."""
     with _LOCK:
-        _FINDER.enabled.clear()
-        try:
-            sys.meta_path.remove(_FINDER)
-        except ValueError:
-            pass
+        tops = set(_FINDER.enabled) if only is None else set(only) & set(_FINDER.enabled)
+        for top in tops:
+            del _FINDER.enabled[top]
+        if not _FINDER.enabled:
+            try:
+                sys.meta_path.remove(_FINDER)
+            except ValueError:
+                pass
         for name, module in list(sys.modules.items()):
-            if getattr(module, "__ascend_compat_dropin__", None) is not None and not name.startswith(_IMPL):
+            if (getattr(module, "__ascend_compat_dropin__", None) is not None and not name.startswith(_IMPL)
+                    and name.partition(".")[0] in tops):
                 del sys.modules[name]
 
 
@@ -282,14 +287,21 @@ class DropInModules(Change):
     applies_to = ""
     concept = "ecosystem"
 
+    def __init__(self, only=None) -> None:
+        self.only = None if only is None else tuple(only)
+        self.enabled: list = []
+
     def apply(self) -> bool:
-        self.enabled = install()
+        # Families already served (an explicit install() before activation) are not re-enabled and
+        # stay installed after deactivation: only what this change enabled is its to remove.
+        self.enabled = install(self.only)
         return bool(self.enabled)
 
     def revert(self) -> None:
-        uninstall()
+        uninstall(self.enabled)
 
 
-def changes() -> list:
-    """What the shim applies for the ecosystem drop-ins (for ``cuda_shim.patches`` ``ORDER``)."""
-    return [DropInModules()]
+def changes(only=None) -> list:
+    """What the shim applies for the ecosystem drop-ins (for ``cuda_shim.patches`` ``ORDER``):
+    all families, or the top-level names in ``only``."""
+    return [DropInModules(only)]

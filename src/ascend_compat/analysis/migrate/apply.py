@@ -17,12 +17,12 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.migrate.transform import Change, MigrateError, migrate_source
+from ascend_compat._files import write_text_atomic
 
 
 class MigrateUsageError(Exception):
@@ -105,23 +105,6 @@ def unified_diff(old: str, new: str, path: str) -> str:
     return "".join(out)
 
 
-def _write_atomic(path: str, text: str, mode: Optional[int]) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        if mode is not None:
-            os.chmod(tmp, stat.S_IMODE(mode))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _inside(child: str, parent: str) -> bool:
     child, parent = os.path.realpath(child), os.path.realpath(parent)
     return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
@@ -184,11 +167,11 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
             out.diff = unified_diff(text, new, t.path)
         mode = os.stat(t.path).st_mode
         if write and out.changed:
-            _write_atomic(t.path, new, mode)
+            write_text_atomic(t.path, new, stat.S_IMODE(mode))
             out.written_to = t.path
         elif dest:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
-            _write_atomic(dest, new, mode)
+            write_text_atomic(dest, new, stat.S_IMODE(mode))
             out.written_to = dest
     return outcomes
 

@@ -4,12 +4,39 @@
   finder only while active and only when the real package is not installed;
 * the transformers, accelerate, DeepSpeed and Lightning integrations, each waiting for its
   library's import (nothing is imported here).
+
+``ASCEND_COMPAT_DISABLE=name,name`` (or ``all``) leaves the named integrations out (see
+:mod:`ascend_compat._config`); an explicit ``apply()`` / ``_modules.install()`` still applies them.
+Everything returned here is idempotent with such explicit calls: a patch already applied or
+waiting is not declared twice.
 """
 from __future__ import annotations
+
+DROPINS = ("flash_attn", "apex", "xformers", "bitsandbytes")
+LIBRARIES = ("transformers", "accelerate", "deepspeed", "lightning")
+NAMES = DROPINS + LIBRARIES
+
+
+def disabled() -> frozenset[str]:
+    """The integrations ``ASCEND_COMPAT_DISABLE`` names (``all`` = every one); ValueError on a typo."""
+    from ascend_compat import _config
+
+    asked = _config.disabled_integrations()
+    if "all" in asked:
+        return frozenset(NAMES)
+    unknown = sorted(asked - set(NAMES))
+    if unknown:
+        raise ValueError(
+            f"ASCEND_COMPAT_DISABLE names unknown integration(s) {', '.join(unknown)}; "
+            f"use a comma-separated list of {', '.join(NAMES)}, or all")
+    return frozenset(asked)
 
 
 def patches() -> list:
     from ascend_compat.ecosystem._library_patches import all_patches
     from ascend_compat.ecosystem._modules import changes
 
-    return [*changes(), *all_patches()]
+    off = disabled()
+    dropins = [name for name in DROPINS if name not in off]
+    libraries = [name for name in LIBRARIES if name not in off]
+    return [*(changes(only=dropins) if dropins else []), *all_patches(only=libraries)]

@@ -1,0 +1,42 @@
+"""Atomic file writes shared by every command that writes files (check, migrate, audit, caches)."""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from typing import Optional
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, mode: Optional[int] = None) -> None:
+    """Write ``text`` (UTF-8, newlines untouched) to ``path`` so that readers see the old file or the new one.
+
+    The text goes to a temporary file in the same directory, which then replaces ``path``. The
+    file keeps ``mode`` if given, else the existing file's permissions, else the usual
+    permissions of a new file (0666 less the umask). On any error the temporary file is removed
+    and the original is untouched.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = _default_mode()
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
