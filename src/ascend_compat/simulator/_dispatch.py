@@ -16,7 +16,6 @@ Per call (the per-op facts are computed once into a :class:`Plan` cached on the 
 """
 from __future__ import annotations
 
-import functools
 from typing import Optional
 
 import torch

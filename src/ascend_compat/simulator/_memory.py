@@ -324,7 +324,7 @@ def _check_dtype(dtype: torch.dtype, numel: int) -> None:
     raise TypeError(
         f"{name} tensors are not supported on Ascend NPU (the simulator's float64 policy is {mode!r}"
         + (", which allows only single values" if mode == "error" else "")
-        + f"). Convert to float32 before moving to npu (e.g. .float()), or simulate anyway with "
+        + "). Convert to float32 before moving to npu (e.g. .float()), or simulate anyway with "
         "install(float64='allow') / ASCEND_COMPAT_SIM_FLOAT64=allow."
     )
 

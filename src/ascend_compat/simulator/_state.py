@@ -1,7 +1,8 @@
 """Process state of the simulated NPU: the active config, device count, current device.
 
-Interface for the ``torch.npu`` module builder (``npu_api``): ``device_count()``,
-``current_device()``, ``set_device(i)``, ``check_index(i)`` and ``config`` (the active
+Interface for the ``torch.npu`` module builder (``npu_api``): ``device_count()`` (the node's
+devices), ``visible_device_count()`` (after ``ASCEND_RT_VISIBLE_DEVICES``, which every index check
+uses), ``current_device()``, ``set_device(i)``, ``check_index(i)`` and ``config`` (the active
 :class:`~ascend_compat.simulator._config.SimConfig`, None before install).
 """
 from __future__ import annotations
