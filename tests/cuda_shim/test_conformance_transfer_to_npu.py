@@ -200,6 +200,18 @@ def test_init_process_group_cuda_nccl_single_rank():
         dist.destroy_process_group()
 
 
+def test_process_group_nccl():  # upstream: ProcessGroupNCCL.Options() from both import paths
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import ProcessGroupNCCL as FromC10d
+
+    import torch_npu
+
+    hccl = torch_npu._C._distributed_c10d.ProcessGroupHCCL
+    assert dist.ProcessGroupNCCL is hccl and FromC10d is hccl
+    assert isinstance(dist.ProcessGroupNCCL.Options(), hccl.Options)
+    assert isinstance(FromC10d.Options(), hccl.Options)
+
+
 def test_update_cuda_default_generators():
     torch.ones(1, device="cuda")  # initialise the device
     assert len(torch.cuda.default_generators) > 0

@@ -121,8 +121,28 @@ def _dense(t: torch.Tensor) -> bool:
     return False
 
 
+class _HCCLOptions:
+    """``ProcessGroupHCCL.Options``: the fields torch_npu's options object carries.
+
+    Accepted and kept for code that builds or inspects them (``pg_options=``, profilers); the
+    simulated group does not act on them (there is no stream priority or HCCL buffer to tune).
+    """
+
+    def __init__(self, is_high_priority_stream: bool = False) -> None:
+        self.is_high_priority_stream = is_high_priority_stream
+        self._timeout = timedelta(minutes=30)
+        self.global_ranks_in_group: list = []
+        self.group_id = ""
+        self.hccl_config: dict = {}
+
+    def __repr__(self) -> str:
+        return f"ProcessGroupHCCL.Options(is_high_priority_stream={self.is_high_priority_stream})"
+
+
 class ProcessGroupHCCL(dist.ProcessGroup):
     """Simulated HCCL process group: gloo on host aliases of npu tensors (see module doc)."""
+
+    Options = _HCCLOptions
 
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
         super().__init__(rank, size)

@@ -9,6 +9,8 @@ working; its ``str()``/``repr`` say ``hccl`` honestly). ``is_nccl_available()`` 
 """
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
 
 from ascend_compat.cuda_shim.devices import translate, translate_backend
@@ -176,8 +178,6 @@ def _default_backend_map() -> Any:
 
 
 def patches() -> list:
-    import sys
-
     import torch.distributed as dist
 
     if not dist.is_available():
@@ -212,13 +212,28 @@ def patches() -> list:
               _device_ids_init("FSDP(device_id=cuda)", ("device_id",)), "FSDP device_id", wrap=True,
               rebind=False, optional=True, defer=True, concept="distributed"),
     ]
-    npu_mod = sys.modules.get("torch_npu")
+    npu_mod = _torch_npu()
     hccl_pg = None
     if npu_mod is not None:
-        c = getattr(getattr(npu_mod, "_C", None), "_distributed_c10d", None)
-        hccl_pg = getattr(c, "ProcessGroupHCCL", None) or getattr(npu_mod, "ProcessGroupHCCL", None)
+        try:
+            c = importlib.import_module("torch_npu._C._distributed_c10d")
+        except ImportError:
+            c = None
+        hccl_pg = getattr(c, "ProcessGroupHCCL", None)
     if hccl_pg is not None:
         for where in ("torch.distributed", c10d):
             out.append(Patch(f"{where}:ProcessGroupNCCL", hccl_pg, "ProcessGroupNCCL -> ProcessGroupHCCL",
                              rebind=False, concept="distributed"))
     return out
+
+
+def _torch_npu():
+    """The backend's ``torch_npu`` module (imported if needed: the shim only runs with a backend present)."""
+    module = sys.modules.get("torch_npu")
+    if module is not None:
+        return module
+    try:
+        import torch_npu  # the simulator's stand-in, or real torch_npu already loaded as the backend
+    except Exception:  # noqa: BLE001 - no usable torch_npu: no ProcessGroupNCCL alias
+        return None
+    return torch_npu

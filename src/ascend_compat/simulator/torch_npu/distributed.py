@@ -8,3 +8,4 @@ from __future__ import annotations
 from ascend_compat.simulator._distributed import is_hccl_available
 
 __all__ = ["is_hccl_available"]
+
