@@ -14,6 +14,7 @@ SIM = {"ASCEND_COMPAT_SIMULATE": "1", "DS_BUILD_OPS": "0"}
 
 
 def test_accelerator_resolves_to_npu_and_fixes_apply():
+    """With the shim's own DeepSpeed integration disabled: DeepSpeed's bug, then an explicit apply()."""
     code = (
         "import os, ascend_compat, torch\n"
         "os.environ.pop('ASCEND_HOME_PATH', None)\n"
@@ -26,15 +27,32 @@ def test_accelerator_resolves_to_npu_and_fixes_apply():
         "    print('UNPATCHED KeyError', e)\n"
         "print('FP64', acc.is_fp64_supported())\n"
         "from ascend_compat.ecosystem import deepspeed_patch\n"
-        "deepspeed_patch.apply(); assert deepspeed_patch.apply() == 0\n"
+        "assert deepspeed_patch.apply() > 0; assert deepspeed_patch.apply() == 0\n"
         "b = acc.create_op_builder('ShmCommBuilder')\n"
         "print('PATCHED', b.installed_cann_path(), acc.is_fp64_supported())\n"
         "ascend_compat.deactivate()\n"
         "print('REVERTED', acc.is_fp64_supported())\n")
-    out = run(["python", "-c", code], SIM).stdout
+    out = run(["python", "-c", code], {**SIM, "ASCEND_COMPAT_DISABLE": "deepspeed"}).stdout
     assert "ACC npu hccl npu:0" in out
     assert "UNPATCHED KeyError 'ASCEND_HOME_PATH'" in out  # DeepSpeed's own bug, reproduced
     assert "FP64 True" in out and "PATCHED None False" in out and "REVERTED True" in out
+
+
+def test_shim_applies_the_fixes_by_itself():
+    """No apply() call: the shim's activation fixes DeepSpeed; a later apply() changes nothing."""
+    code = (
+        "import os, ascend_compat, torch\n"
+        "os.environ.pop('ASCEND_HOME_PATH', None)\n"
+        "from deepspeed.accelerator import get_accelerator\n"
+        "acc = get_accelerator()\n"
+        "b = acc.create_op_builder('ShmCommBuilder')\n"
+        "print('AUTO', acc._name, b.installed_cann_path(), acc.is_fp64_supported())\n"
+        "from ascend_compat.ecosystem import deepspeed_patch\n"
+        "print('AGAIN', deepspeed_patch.apply())\n"
+        "ascend_compat.deactivate()\n"
+        "print('REVERTED', acc.is_fp64_supported())\n")
+    out = run(["python", "-c", code], SIM).stdout
+    assert "AUTO npu None False" in out and "AGAIN 0" in out and "REVERTED True" in out, out
 
 
 def _free_port() -> int:

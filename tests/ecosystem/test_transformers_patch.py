@@ -12,11 +12,20 @@ pytestmark = [need("transformers", "transformers"), need("accelerate", "transfor
 
 @pytest.fixture(scope="module")
 def report():
-    """One subprocess under the shim (2 simulated NPUs) runs every scenario; ~30 s on 2 cores."""
+    """One subprocess under the shim (2 simulated NPUs) runs every scenario; ~30 s on 2 cores.
+
+    The shim's own transformers integration is disabled so the script can measure unpatched
+    transformers first and then apply() it (the automatic path: test_shim_applies_the_patch_itself).
+    """
     proc = run(["python", str(SCRIPTS / "hf_flash_attention.py"), "--shim", "mistral_window", "llama", "qwen2",
                 "mistral", "device_map"],
-               {"ASCEND_COMPAT_SIMULATE": "1", "ASCEND_COMPAT_SIM_DEVICES": "2"}, timeout=300)
+               {"ASCEND_COMPAT_SIMULATE": "1", "ASCEND_COMPAT_SIM_DEVICES": "2",
+                "ASCEND_COMPAT_DISABLE": "transformers"}, timeout=300)
     return results(proc)[0]
+
+
+def test_explicit_apply_applied_the_patch(report):
+    assert report["applied_now"] > 0  # the integration was off until the script's apply()
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen2", "mistral"])
@@ -82,14 +91,13 @@ def test_top_left_mode_refuses_windows_instead_of_dropping_them():
     assert "REFUSED" in proc.stdout and "NPU_FA2_SPARSE_MODE" in proc.stdout
 
 
-def test_deactivate_restores_transformers_functions():
+def test_shim_applies_the_patch_itself_and_deactivate_restores_it():
     proc = run(["python", "-c", (
         "import ascend_compat, inspect\n"
-        "from ascend_compat.ecosystem import transformers_patch\n"
-        "transformers_patch.apply()\n"
         "from transformers.integrations import npu_flash_attention as n\n"
-        "assert 'window_size' in inspect.signature(n.npu_flash_attn_func).parameters\n"
-        "assert transformers_patch.apply() == 0  # idempotent\n"
+        "assert 'window_size' in inspect.signature(n.npu_flash_attn_func).parameters  # no apply() call\n"
+        "from ascend_compat.ecosystem import transformers_patch\n"
+        "assert transformers_patch.apply() == 0  # idempotent with the shim's own\n"
         "ascend_compat.deactivate()\n"
         "assert 'window_size' not in inspect.signature(n.npu_flash_attn_func).parameters\n"
         "print('OK')\n")], {"ASCEND_COMPAT_SIMULATE": "1"})
