@@ -15,5 +15,9 @@ ORDER = (
     "serialization",
     "libraries",
     "multiprocessing",
+    "storage",
+    "profiler",
+    "compile",
+    "cpp_extension",
     "ecosystem",
 )
