@@ -64,6 +64,6 @@ def _kineto_init(original: Any) -> Any:
 def patches() -> list:
     return [
         Patch("torch.profiler.profiler:_KinetoProfile.__init__", _kineto_init,
-              "ProfilerActivity.CUDA / use_cuda=True profile the NPU", wrap=True, rebind=False, optional=True,
+              "ProfilerActivity.CUDA / use_cuda=True profile the NPU", wrap=True, rebind=False, optional=True, defer=True,
               concept="profiler"),
     ]
