@@ -40,14 +40,7 @@ from ascend_compat.ecosystem.xformers.attn_bias import (
 __version__ = "0.0.29"
 
 __all__ = [
-    "AttentionBias",
-    "BlockDiagonalCausalFromBottomRightMask",
-    "BlockDiagonalCausalMask",
-    "BlockDiagonalMask",
-    "LocalAttentionFromBottomRightMask",
-    "LowerTriangularFromBottomRightMask",
-    "LowerTriangularMask",
-    "LowerTriangularMaskWithTensorBias",
+    *attn_bias.__all__,  # the bias classes, re-exported
     "MemoryEfficientAttentionCutlassOp",
     "MemoryEfficientAttentionFlashAttentionOp",
     "attn_bias",
