@@ -1,8 +1,10 @@
 """Simulated NPU vs CPU: per small op, a small-MLP AdamW step, a small-CNN step (issue 2 §4).
 
-Run: ``python benchmarks/bench_simulator.py [--repeat N]``. Prints measured numbers and the targets
-(<= 20 us per small op, <= 3x CPU on the MLP step, <= 1.5x CPU on the CNN step). Single-threaded
-torch, best of several runs, so numbers are comparable across machines with noisy neighbours.
+Run: ``python benchmarks/bench_simulator.py [--repeat N] [--autograd-threads caller|device]``. Prints
+measured numbers and the targets (<= 20 us per small op, <= 3x CPU on the MLP step, <= 1.5x CPU on the
+CNN step). Single-threaded torch, best of several runs, so numbers are comparable across machines with
+noisy neighbours. ``--autograd-threads device`` measures the simulator with npu backward on torch's
+per-device worker threads (as torch_npu runs it) instead of the default calling thread.
 """
 from __future__ import annotations
 
@@ -77,12 +79,15 @@ def _cnn_step(device):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="runs per measurement (best is kept)")
+    parser.add_argument("--autograd-threads", choices=("caller", "device"), default="caller",
+                        help="where npu backward runs (simulator.install(autograd_threads=...))")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    simulator.install()
+    simulator.install(autograd_threads=args.autograd_threads)
     install_s = time.perf_counter() - t0
-    print(f"torch {torch.__version__}, simulator install {install_s * 1e3:.0f} ms, 1 thread, best of {args.repeat}")
+    print(f"torch {torch.__version__}, simulator install {install_s * 1e3:.0f} ms, 1 thread, best of {args.repeat}, "
+          f"npu backward on the {args.autograd_threads} thread{'s' if args.autograd_threads == 'device' else ''}")
     print(f"{'measurement':<22}{'cpu':>12}{'npu (sim)':>12}{'ratio':>8}  target")
     cpu_ops, npu_ops = _ops("cpu"), _ops("npu")
     for name in cpu_ops:

@@ -8,6 +8,7 @@
 | ``ASCEND_COMPAT_SIM_MEMORY`` | simulated device capacity in bytes (suffixes K, M, G allowed); unset = unlimited |
 | ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
 | ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |
+| ``ASCEND_COMPAT_SIM_AUTOGRAD_THREADS`` | where npu backward runs: ``caller`` (default, the calling thread) or ``device`` (torch's per-device worker threads, as on torch_npu) |
 | ``ASCEND_COMPAT_NO_PATCH`` | ``1``: do not activate the runtime shim at import |
 | ``ASCEND_COMPAT_DISABLE`` | comma-separated ecosystem integrations the shim must not apply when it activates: ``flash_attn``, ``apex``, ``xformers``, ``bitsandbytes`` (drop-in modules), ``transformers``, ``accelerate``, ``deepspeed``, ``lightning``, or ``all``; an unknown name is an error. An explicit ``<integration>.apply()`` / ``_modules.install()`` still applies |
 | ``ASCEND_COMPAT_DEVICE_CAPABILITY`` | ``major.minor`` that ``torch.cuda.get_device_capability()`` returns under the shim when the NPU reports none (default ``8.0``) |

@@ -33,7 +33,8 @@ def test_invalid_arguments_are_explained(kwargs, match):
 
 def test_env_arguments(monkeypatch):
     for k in ("ASCEND_COMPAT_SIM_DEVICES", "LOCAL_WORLD_SIZE", "ASCEND_COMPAT_SIM_FLOAT64",
-              "ASCEND_COMPAT_SIM_MEMORY", "ASCEND_COMPAT_SIM_SOC", "ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"):
+              "ASCEND_COMPAT_SIM_MEMORY", "ASCEND_COMPAT_SIM_SOC", "ASCEND_COMPAT_SIM_TORCH_NPU_VERSION",
+              "ASCEND_COMPAT_SIM_AUTOGRAD_THREADS"):
         monkeypatch.delenv(k, raising=False)
     assert _config.env_arguments() == {}
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
@@ -41,7 +42,9 @@ def test_env_arguments(monkeypatch):
     monkeypatch.setenv("ASCEND_COMPAT_SIM_DEVICES", "2")
     monkeypatch.setenv("ASCEND_COMPAT_SIM_MEMORY", "2G")
     monkeypatch.setenv("ASCEND_COMPAT_SIM_FLOAT64", "warn")
-    assert _config.env_arguments() == {"devices": 2, "memory_capacity": "2G", "float64": "warn"}
+    monkeypatch.setenv("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "device")
+    assert _config.env_arguments() == {"devices": 2, "memory_capacity": "2G", "float64": "warn",
+                                       "autograd_threads": "device"}
     assert _config.make_config(**_config.env_arguments()).memory_capacity == 2 << 30
     monkeypatch.setenv("ASCEND_COMPAT_SIM_DEVICES", "two")
     with pytest.raises(_config.SimConfigError, match="ASCEND_COMPAT_SIM_DEVICES must be an integer"):

@@ -42,7 +42,8 @@ def config() -> Optional[SimConfig]:
     return _installed
 
 
-def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None) -> SimConfig:
+def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None,
+            autograd_threads="caller") -> SimConfig:
     """Install the simulated NPU in this process and return its configuration.
 
     Args:
@@ -53,6 +54,9 @@ def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3",
             ``torch.OutOfMemoryError`` worded like torch_npu. None = unlimited.
         soc: the SoC name reported by torch.npu (e.g. "Ascend910B3").
         torch_npu_version: torch_npu version whose op coverage is emulated (None = newest known).
+        autograd_threads: "caller" (run npu backward on the calling thread, as CPU backward runs;
+            saves two thread hand-offs per backward) or "device" (torch's per-device worker
+            threads, as torch_npu has them). See ``simulator._autograd``.
 
     Idempotent for identical arguments; a second call with different arguments raises
     RuntimeError (the backend cannot be reconfigured in a running process). Raises
@@ -62,7 +66,7 @@ def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3",
     global _installed
     from ascend_compat.simulator import _config
 
-    cfg = _config.make_config(devices, float64, memory_capacity, soc, torch_npu_version)
+    cfg = _config.make_config(devices, float64, memory_capacity, soc, torch_npu_version, autograd_threads)
     with _lock:
         if _installed is not None:
             if cfg == _installed:
@@ -90,8 +94,8 @@ def _build_module(cfg):
 def _install(cfg: SimConfig) -> None:
     import torch
 
-    from ascend_compat.simulator import (_amp, _direct, _dispatch, _fallback, _guard, _memory, _patches,
-                                         _rng, _selftest, _state)
+    from ascend_compat.simulator import (_amp, _autograd, _direct, _dispatch, _fallback, _guard, _memory,
+                                         _patches, _rng, _selftest, _state)
 
     _selftest.refuse_conflicts()
     _selftest.check_torch()
@@ -120,6 +124,7 @@ def _install(cfg: SimConfig) -> None:
     _direct.register(aten_lib, _fallback.native_set())
     _amp.register(fallback_lib, aten_lib)
     _patches.apply()
+    _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
     _selftest.probe_installed()
     _install_torch_npu_stand_in()
     try:

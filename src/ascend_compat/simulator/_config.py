@@ -13,6 +13,7 @@ from typing import Optional
 from ascend_compat import _config as _env
 
 FLOAT64_MODES = ("error", "strict", "warn", "allow")
+AUTOGRAD_THREAD_MODES = ("caller", "device")  # see simulator._autograd
 
 #: SoC names torch_npu knows (torch_npu.npu.get_soc_version names), see the reference notes.
 KNOWN_SOCS = (
@@ -46,6 +47,7 @@ class SimConfig:
     soc: str = "Ascend910B3"
     torch_npu_version: Optional[str] = None
     op_table_version: Optional[str] = None
+    autograd_threads: str = "caller"
 
 
 def _check_devices(devices: object) -> int:
@@ -68,6 +70,15 @@ def check_float64(mode: object) -> str:
         raise SimConfigError(
             f"float64 policy must be one of {', '.join(FLOAT64_MODES)}, got {mode!r} "
             "(install(float64=...) or ASCEND_COMPAT_SIM_FLOAT64)"
+        )
+    return mode  # type: ignore[return-value]
+
+
+def _check_autograd_threads(mode: object) -> str:
+    if mode not in AUTOGRAD_THREAD_MODES:
+        raise SimConfigError(
+            f"autograd_threads must be one of {', '.join(AUTOGRAD_THREAD_MODES)}, got {mode!r} "
+            "(install(autograd_threads=...) or ASCEND_COMPAT_SIM_AUTOGRAD_THREADS)"
         )
     return mode  # type: ignore[return-value]
 
@@ -126,7 +137,7 @@ def _resolve_version(version: object) -> Optional[str]:
 
 
 def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3",
-                torch_npu_version=None) -> SimConfig:
+                torch_npu_version=None, autograd_threads="caller") -> SimConfig:
     """Validate the arguments of ``install()`` and return the resulting :class:`SimConfig`."""
     return SimConfig(
         devices=_check_devices(devices),
@@ -135,6 +146,7 @@ def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910
         soc=_check_soc(soc),
         torch_npu_version=torch_npu_version,
         op_table_version=_resolve_version(torch_npu_version),
+        autograd_threads=_check_autograd_threads(autograd_threads),
     )
 
 
@@ -159,7 +171,8 @@ def env_arguments() -> dict:
             except ValueError as exc:
                 raise SimConfigError(f"LOCAL_WORLD_SIZE must be an integer, got {lws!r}") from exc
     for var, key in (("ASCEND_COMPAT_SIM_FLOAT64", "float64"), ("ASCEND_COMPAT_SIM_MEMORY", "memory_capacity"),
-                     ("ASCEND_COMPAT_SIM_SOC", "soc"), ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version")):
+                     ("ASCEND_COMPAT_SIM_SOC", "soc"), ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version"),
+                     ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads")):
         value = os.environ.get(var, "").strip()
         if value:
             kwargs[key] = value

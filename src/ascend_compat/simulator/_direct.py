@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import torch
 
+import functools
+
 from ascend_compat.simulator import _dispatch, _special_ops
 
 _has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 
 
 _NEVER_DIRECT = frozenset({"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "to", "lift_fresh"})
@@ -42,6 +45,23 @@ def _native_composite(op) -> bool:
     if any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
         return False
     return torch.Tag.inplace_view not in op.tags
+
+
+def _native_view(op, key: str, native) -> bool:
+    """True for a view op (every return a non-writing alias, or tagged ``inplace_view``) that the
+    emulated torch_npu implements natively and torch implements for CPU.
+
+    Such an op only rewrites metadata, so its CPU kernel applied to the device tensors themselves
+    is the whole kernel (``_dispatch``'s "view" path); registering that as a C-level callable
+    saves the Python frames of the boxed fallback on every ``.t()``, ``.view()``, ``expand``.
+    """
+    schema = op._schema
+    if key not in native or schema.name in _special_ops.TABLE or (
+            f"{schema.name}.{schema.overload_name}" in _special_ops.TABLE):
+        return False
+    rets = schema.returns
+    is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+    return is_view or torch.Tag.inplace_view in op.tags
 
 
 def _overloads(native=frozenset(), fallback_ops: bool = False):
@@ -67,11 +87,13 @@ def _overloads(native=frozenset(), fallback_ops: bool = False):
         foreach = name.startswith("_foreach_") and explicit
         key = name if not overload or overload == "default" else f"{name}.{overload}"
         native_explicit = explicit and key in native and name not in _NEVER_DIRECT
+        view_candidate = (not fallback_ops and not explicit and key in native
+                          and _has_kernel(qualname, "CPU"))
         if fallback_ops:
             if (structured or explicit or _has_kernel(qualname, "CompositeImplicitAutograd")
                     or _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")):
                 continue
-        elif not (structured or foreach or native_explicit):
+        elif not (structured or foreach or native_explicit or view_candidate):
             continue
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:
@@ -82,6 +104,10 @@ def _overloads(native=frozenset(), fallback_ops: bool = False):
             continue
         if fallback_ops:
             yield op, "plain"
+            continue
+        if view_candidate and not (structured or foreach or native_explicit):
+            if _native_view(op, key, native):
+                yield op, "view"
             continue
         if native_explicit and not (structured or foreach) and not _native_composite(op):
             continue
@@ -101,7 +127,11 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
             lib.impl(op, _dispatch.direct_kernel(op), "PrivateUse1")
             count += 1
     for op, mode in _overloads(native):
-        lib.impl(op, _dispatch.direct_kernel(op, mode), "PrivateUse1")
+        if mode == "view":
+            kernel = functools.partial(op._handle.redispatch_boxed, _CPU_KS)
+        else:
+            kernel = _dispatch.direct_kernel(op, mode)
+        lib.impl(op, kernel, "PrivateUse1")
         count += 1
     return count
 

@@ -43,7 +43,8 @@ class Plan:
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
-                 "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast")
+                 "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
+                 "lists", "fast_lists")
 
     def __init__(self, op, mode: str = "plain"):
         from ascend_compat.simulator import _special_ops
@@ -103,6 +104,15 @@ class Plan:
                        and not any(str(a.type) in _LIST_TYPES for a in args))
         # what run() would do is exactly _fast(): a compute op without a simulated fallback
         self.fast = self.simple and self.kind == "compute" and self.fallback is None
+        # the _foreach_* shape: Tensor-list arguments, no generator/device/index semantics, no
+        # mutable returns, and either nothing or one Tensor[] returned; in-place forms never
+        # resize their arguments, so written lists may get the allocations' own host tensors
+        self.lists = (self.kind == "compute" and name.startswith("aten::_foreach_")
+                      and self.gen_pos is None and self.gen_kw is None and not self.seeded_no_gen
+                      and self.device_pos is None and self.device_kw is None and not self.out_kws
+                      and self.returns_alias is None
+                      and (not rets or (len(rets) == 1 and str(rets[0].type) == "List[Tensor]")))
+        self.fast_lists = self.lists and self.fallback is None
 
 
 def plan_for(op, mode: str = "plain") -> Plan:
@@ -247,6 +257,62 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
     return res
 
 
+def _hosts_of(tensors, index):
+    """Host forms of a list of tensors (``_fast``'s per-tensor rules); returns ``(hosts, index)``."""
+    out = []
+    for a in tensors:
+        if not isinstance(a, _Tensor):
+            out.append(a)
+            continue
+        if a.is_cpu:
+            if a.dim() != 0:
+                raise mixed_device_error(f"npu:{index if index is not None else _state.current_device()}", "cpu")
+            out.append(a)
+            continue
+        idx = a.get_device()
+        if index is None:
+            index = idx
+        elif idx != index:
+            raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
+        if a.is_conj() or a.is_neg():
+            out.append(_host_for(a, True))
+            continue
+        ref = _hosts_get(a.data_ptr())
+        h = ref() if ref is not None else None
+        if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
+            out.append(h)
+        else:
+            out.append(_retag(a, _KDL_CPU, 0))
+    return out, index
+
+
+def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
+    """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family)."""
+    index = None
+    cargs = list(args)
+    tpos = plan.tensor_pos
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            if a and isinstance(a[0], _Tensor):
+                cargs[i], index = _hosts_of(a, index)
+        elif isinstance(a, _Tensor):
+            (cargs[i],), index = _hosts_of((a,), index)
+        elif i in tpos and isinstance(a, (int, float, bool, complex)):
+            cargs[i] = torch.tensor(a)
+    if kwargs:
+        conv = _Conv()
+        conv.index = index
+        tkw = plan.tensor_kw
+        kwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
+        if conv.aliases:
+            _check_cpu_mix(conv)
+        index = conv.index
+    if index is None:
+        index = _state.current_device()
+    res = plan.call(*cargs, **kwargs)
+    return None if res is None else _new_out(res, index)
+
+
 def run(plan: Plan, args: tuple, kwargs: dict):
     """Execute one op call on the simulated device (the generic path)."""
     kind = plan.kind
@@ -258,6 +324,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         _fallback.hit(plan.fallback)
     if plan.simple:
         return _fast(plan, args, kwargs)
+    if plan.lists:
+        return _fast_lists(plan, args, kwargs)
     conv = _Conv()
     allow = plan.allow_cpu_list
     tpos = plan.tensor_pos
@@ -348,6 +416,8 @@ def direct_kernel(op, mode: str = "plain"):
             plan = plan_for(op, mode)
         if plan.fast:
             return _fast(plan, args, kwargs)  # one Python frame less on the hot path
+        if plan.fast_lists:
+            return _fast_lists(plan, args, kwargs)
         return run(plan, args, kwargs)
 
     kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"

@@ -20,6 +20,7 @@ Interface for ``npu_api``: ``host_alias``, ``to_device``, ``memory_stats``, ``me
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import os
@@ -50,8 +51,8 @@ _i64_at = ctypes.c_int64.from_address
 _SMALL_SIZE = 1 << 20  # torch_npu's kSmallSize: blocks up to 1 MiB come from the small pool
 
 _lock = threading.RLock()
-_live: Dict[int, tuple] = {}  # id(weakref) -> (weakref, index, block, requested)
-_hosts: Dict[int, "weakref.ref"] = {}  # data_ptr -> weakref to the host tensor behind a device allocation
+_live: Dict[int, "_Ref"] = {}  # id(ref) -> ref: keeps each allocation's weakref (and callback) alive
+_hosts: Dict[int, "_Ref"] = {}  # data_ptr -> weakref to the host tensor behind a device allocation
 _f64_override: Optional[str] = None
 _f64_mode = "error"
 _num_devices = 0
@@ -253,30 +254,64 @@ def _oom(index: int, block: int) -> None:
     )
 
 
-def _release(ref) -> None:
+class _Ref(weakref.ref):
+    """Weak reference to the host tensor behind one device allocation, with its accounting."""
+
+    __slots__ = ("index", "block", "requested", "ptr")
+
+
+# Allocation (+) and release (-) events not yet applied to the counters, in the order they
+# happened: appending is atomic and cheap, so the hot path never takes the lock. Readers of the
+# counters call _flush() first, which replays the events in order (peaks stay exact); _track
+# flushes every _FLUSH_EVERY events so the queue stays short.
+_pending: collections.deque = collections.deque()
+_FLUSH_EVERY = 4096
+
+
+def _flush() -> None:
+    """Apply the pending events to the counters, in order."""
     with _lock:
-        entry = _live.pop(id(ref), None)
-        if entry is not None:
-            _, index, block, requested, ptr = entry
-            _devices[index].sub(block, requested)
-            if _hosts.get(ptr) is ref:
-                del _hosts[ptr]
+        pop = _pending.popleft
+        while _pending:
+            index, block, requested = pop()
+            if block > 0:
+                _devices[index].add(block, requested)
+            else:
+                _devices[index].sub(-block, -requested)
+
+
+def _release(ref) -> None:
+    if _live.pop(id(ref), None) is None:
+        return
+    ptr = ref.ptr
+    if _hosts.get(ptr) is ref:
+        _hosts.pop(ptr, None)
+    _pending.append((ref.index, -ref.block, -ref.requested))
 
 
 def _track(host: torch.Tensor, index: int, requested: int) -> None:
-    block = round_size(requested)
+    block = 0 if requested == 0 else 512 * ((requested + 543) // 512)  # round_size, inlined
     if block == 0:
         return
-    with _lock:
-        d = _devices[index]
-        if d.capacity is not None and d.c[0] + block > d.capacity:
-            _oom(index, block)
-        ref = weakref.ref(host, _release)
-        ptr = host.data_ptr()
-        _live[id(ref)] = (ref, index, block, requested, ptr)
-        if host.storage_offset() == 0:
-            _hosts[ptr] = ref
-        d.add(block, requested)
+    d = _devices[index]
+    if d.capacity is not None:
+        with _lock:
+            _flush()
+            if d.c[0] + block > d.capacity:
+                _oom(index, block)
+            _pending.append((index, block, requested))
+    else:
+        _pending.append((index, block, requested))
+        if len(_pending) > _FLUSH_EVERY:
+            _flush()
+    ref = _Ref(host, _release)
+    ref.index = index
+    ref.block = block
+    ref.requested = requested
+    ref.ptr = ptr = host.data_ptr()
+    _live[id(ref)] = ref
+    if host.storage_offset() == 0:
+        _hosts[ptr] = ref
 
 
 def _check_capacity(index: int, requested: int) -> None:
@@ -284,6 +319,7 @@ def _check_capacity(index: int, requested: int) -> None:
     if d.capacity is not None:
         block = round_size(requested)
         with _lock:
+            _flush()
             if d.c[0] + block > d.capacity:
                 _oom(index, block)
 
@@ -384,6 +420,7 @@ def memory_stats(index: int) -> dict:
     d = _devices[index]
     out = {}
     with _lock:
+        _flush()
         for pool in _POOLS:
             for field in _FIELDS:
                 nbytes, count, req = (d.get(g, pool, field) for g in _GROUPS)
@@ -409,17 +446,20 @@ def memory_stats(index: int) -> dict:
 
 def memory_allocated(index: int) -> int:
     """Bytes currently allocated on device ``index`` (torch_npu block sizes)."""
+    _flush()
     return _devices[index].c[0]
 
 
 def max_memory_allocated(index: int) -> int:
     """Peak of :func:`memory_allocated` since start or the last peak reset."""
+    _flush()
     return _devices[index].c[1]
 
 
 def reset_peak_memory_stats(index: int) -> None:
     """Set every peak counter of device ``index`` to its current value."""
     with _lock:
+        _flush()
         c = _devices[index].c
         for i in range(0, _NCOUNTERS, 4):
             c[i + 1] = c[i]
@@ -428,6 +468,7 @@ def reset_peak_memory_stats(index: int) -> None:
 def reset_accumulated_memory_stats(index: int) -> None:
     """Zero the "allocated"/"freed" totals and ``num_ooms`` of device ``index``."""
     with _lock:
+        _flush()
         d = _devices[index]
         for i in range(0, _NCOUNTERS, 4):
             d.c[i + 2] = d.c[i + 3] = 0

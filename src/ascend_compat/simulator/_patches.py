@@ -1,4 +1,5 @@
-"""Every Python-level monkeypatch of torch the simulator makes, each with its reason.
+"""Every Python-level monkeypatch of torch the simulator makes, each with its reason (except the
+autograd engine and the backward-hook wrappers, which ``_autograd`` owns and explains).
 
 Applied once by ``install()``; each is tested in ``tests/simulator``.
 """
