@@ -25,8 +25,9 @@ the hook's exception instead. So while the Python guard is in use, hooks registe
 nodes (module full backward hooks and pre-hooks use those) are wrapped: an exception is kept,
 the hook returns a gradient of the wrong size instead, which makes the engine stop with a plain
 C++ error (nothing pending in Python), and the engine entry re-raises the kept exception with its
-own traceback. Hooks registered directly on a built-in node (``y.grad_fn.register_hook``) cannot
-be wrapped (those node types are immutable C types) and still abort.
+own traceback. Hooks registered directly on a built-in node (``y.grad_fn.register_hook``, and so
+the deprecated ``Module.register_backward_hook``) cannot be wrapped (those node types are immutable
+C types) and still abort.
 """
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ class SimulatorEngine(torch._C._ImperativeEngine):
     caller_thread = True
 
     def run_backward(self, *args, **kwargs):
+        if _failed:  # left by a backward started from C++ (not through here): not this call's
+            with _failed_lock:
+                _failed.clear()
         switch = self.caller_thread and _is_enabled()  # off already: the user's choice, or reentrant
         if switch:
             _set_enabled(False)
