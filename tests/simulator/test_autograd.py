@@ -148,6 +148,19 @@ def test_module_backward_hook_and_pre_hook_exceptions_propagate():
     _raises_from_hook(ValueError, "NaN", lambda: lin(x).sum().backward())
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_deprecated_module_backward_hook_exception_propagates():
+    lin = torch.nn.Linear(3, 2).npu()
+    lin.register_backward_hook(failing_hook)
+    x = torch.randn(4, 3, device="npu", requires_grad=True)
+    _raises_from_hook(ValueError, "NaN", lambda: lin(x).sum().backward())
+    # the same wrapper class carries state-dict hooks, called outside backward: untouched
+    lin2 = torch.nn.Linear(3, 2).npu()
+    lin2._register_state_dict_hook(lambda module, state, prefix, local: (_ for _ in ()).throw(KeyError("sd")))
+    with pytest.raises(KeyError, match="sd"):
+        lin2.state_dict()
+
+
 def test_custom_function_node_hook_exception_propagates():
     w = torch.randn(3, device="npu", requires_grad=True)
     out = _Identity.apply(w)

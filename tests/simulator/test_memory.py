@@ -84,7 +84,7 @@ def test_counters_are_thread_safe():
     assert _memory.memory_allocated(0) == base
 
 
-def test_backward_on_autograd_thread_releases_memory():
+def test_backward_releases_memory():
     gc.collect()
     base = _memory.memory_allocated(0)
     w = torch.randn(16, 16, device="npu", requires_grad=True)
@@ -93,6 +93,26 @@ def test_backward_on_autograd_thread_releases_memory():
     del w
     gc.collect()
     assert _memory.memory_allocated(0) - base == _memory.round_size(g.numel() * 4)
+
+
+def test_backward_on_device_threads_keeps_exact_accounting():
+    # allocations and releases made on torch's autograd device thread reach the same counters
+    out = check(run_python("""
+        import gc, torch
+        from ascend_compat import simulator
+        from ascend_compat.simulator import _memory
+        simulator.install(autograd_threads="device")
+        base = torch.npu.memory_allocated()
+        w = torch.randn(64, 64, device="npu", requires_grad=True)
+        for _ in range(50):
+            w.grad = None
+            (w @ w).tanh().sum().backward()
+        gc.collect()
+        live = _memory.round_size(64 * 64 * 4) * 2  # w and w.grad
+        print("exact:", torch.npu.memory_allocated() - base == live,
+              "peak above:", torch.npu.max_memory_allocated() - base > live)
+    """))
+    assert "exact: True peak above: True" in out
 
 
 def test_capacity_raises_out_of_memory_in_torch_npu_wording():

@@ -25,9 +25,10 @@ the hook's exception instead. So while the Python guard is in use, hooks registe
 nodes (module full backward hooks and pre-hooks use those) are wrapped: an exception is kept,
 the hook returns a gradient of the wrong size instead, which makes the engine stop with a plain
 C++ error (nothing pending in Python), and the engine entry re-raises the kept exception with its
-own traceback. Hooks registered directly on a built-in node (``y.grad_fn.register_hook``, and so
-the deprecated ``Module.register_backward_hook``) cannot be wrapped (those node types are immutable
-C types) and still abort.
+own traceback. The deprecated ``Module.register_backward_hook`` is covered through the
+``_WrappedHook`` it registers. Hooks a user registers directly on a built-in node
+(``y.grad_fn.register_hook``) cannot be wrapped (those node types are immutable C types) and
+still abort.
 """
 from __future__ import annotations
 
@@ -149,6 +150,33 @@ def _wrap_function_node_hooks() -> None:
     BackwardCFunction.register_prehook = guarded_register_prehook
 
 
+def _wrap_module_non_full_backward_hooks() -> None:
+    # Module.register_backward_hook (deprecated) puts _WrappedHook(hook, module) on the output's
+    # built-in grad_fn node, which cannot be wrapped; the _WrappedHook call itself can. The same
+    # class wraps state-dict hooks, so only calls made by the engine (a node is being evaluated)
+    # with npu gradients are guarded.
+    from torch.nn.modules import module as module_mod
+
+    cls = getattr(module_mod, "_WrappedHook", None)
+    if cls is None:
+        return
+    call = cls.__call__
+
+    def guarded_call(self, *args, **kwargs):
+        if kwargs or len(args) != 2 or torch._C._current_autograd_node() is None:
+            return call(self, *args, **kwargs)
+        try:
+            return call(self, *args)
+        except BaseException as exc:
+            if not any(isinstance(g, torch.Tensor) and g.device.type == "npu" for g in args[0] or ()):
+                raise
+            with _failed_lock:
+                _failed.append(exc)
+            return _poison_tuple(args[0])
+
+    cls.__call__ = guarded_call
+
+
 def apply(mode: str, python_guard: bool) -> None:
     """Install the engine for ``mode`` (one of :data:`MODES`) and, when torch's Python device
     guard is in use (``python_guard``), the hook wrappers. Called once by ``install()``."""
@@ -164,3 +192,4 @@ def apply(mode: str, python_guard: bool) -> None:
     if python_guard:
         _wrap_tensor_hooks()
         _wrap_function_node_hooks()
+        _wrap_module_non_full_backward_hooks()
