@@ -90,6 +90,11 @@ def _poison(value):
     return torch.empty(1)
 
 
+def _keep(exc: BaseException) -> None:
+    with _failed_lock:
+        _failed.append(exc)
+
+
 def _guard_hook(hook, poison):
     """``hook``, with an exception kept and replaced by ``poison(*args)`` (see module docstring)."""
     @functools.wraps(hook)
@@ -97,8 +102,7 @@ def _guard_hook(hook, poison):
         try:
             return hook(*args)
         except BaseException as exc:
-            with _failed_lock:
-                _failed.append(exc)
+            _keep(exc)
             return poison(*args)
     return guarded
 
@@ -111,25 +115,22 @@ def _poison_tuple(grads, *_):
     return tuple(_poison(g) for g in grads) if grads else None
 
 
+def _guarding(register, poison, npu_only: bool):
+    """A hook-registration method like ``register`` that registers the guarded hook instead
+    (for npu tensors only when ``npu_only``)."""
+    @functools.wraps(register)
+    def guarded_register(self, hook):
+        if callable(hook) and (not npu_only or self.device.type == "npu"):
+            hook = _guard_hook(hook, poison)
+        return register(self, hook)
+    return guarded_register
+
+
 def _wrap_tensor_hooks() -> None:
     tensor = torch.Tensor
-    register_hook = tensor.register_hook
-    register_post_acc = tensor.register_post_accumulate_grad_hook
-
-    @functools.wraps(register_hook)
-    def guarded_register_hook(self, hook):
-        if self.device.type == "npu" and callable(hook):
-            hook = _guard_hook(hook, _poison_first)
-        return register_hook(self, hook)
-
-    @functools.wraps(register_post_acc)
-    def guarded_register_post_acc(self, hook):
-        if self.device.type == "npu" and callable(hook):
-            hook = _guard_hook(hook, _poison_first)
-        return register_post_acc(self, hook)
-
-    tensor.register_hook = guarded_register_hook
-    tensor.register_post_accumulate_grad_hook = guarded_register_post_acc
+    tensor.register_hook = _guarding(tensor.register_hook, _poison_first, npu_only=True)
+    tensor.register_post_accumulate_grad_hook = _guarding(
+        tensor.register_post_accumulate_grad_hook, _poison_first, npu_only=True)
 
 
 def _wrap_function_node_hooks() -> None:
@@ -137,17 +138,9 @@ def _wrap_function_node_hooks() -> None:
     # their hook registration can be overridden there (module backward hooks go through it)
     from torch.autograd.function import BackwardCFunction
 
-    register_hook = BackwardCFunction.register_hook
-    register_prehook = BackwardCFunction.register_prehook
-
-    def guarded_register_hook(self, fn):
-        return register_hook(self, _guard_hook(fn, _poison_tuple) if callable(fn) else fn)
-
-    def guarded_register_prehook(self, fn):
-        return register_prehook(self, _guard_hook(fn, _poison_tuple) if callable(fn) else fn)
-
-    BackwardCFunction.register_hook = guarded_register_hook
-    BackwardCFunction.register_prehook = guarded_register_prehook
+    BackwardCFunction.register_hook = _guarding(BackwardCFunction.register_hook, _poison_tuple, npu_only=False)
+    BackwardCFunction.register_prehook = _guarding(BackwardCFunction.register_prehook, _poison_tuple,
+                                                   npu_only=False)
 
 
 def _wrap_module_non_full_backward_hooks() -> None:
@@ -170,8 +163,7 @@ def _wrap_module_non_full_backward_hooks() -> None:
         except BaseException as exc:
             if not any(isinstance(g, torch.Tensor) and g.device.type == "npu" for g in args[0] or ()):
                 raise
-            with _failed_lock:
-                _failed.append(exc)
+            _keep(exc)
             return _poison_tuple(args[0])
 
     cls.__call__ = guarded_call

@@ -49,20 +49,14 @@ def _native_composite(op) -> bool:
 
 
 def _native_view(op, key: str, native) -> bool:
-    """True for a view op (every return a non-writing alias, or tagged ``inplace_view``) that the
-    emulated torch_npu implements natively and torch implements for CPU.
+    """True for a view op (``_dispatch.is_view_op``, not a special op) that the emulated torch_npu
+    implements natively.
 
     Such an op only rewrites metadata, so its CPU kernel applied to the device tensors themselves
     is the whole kernel (``_dispatch``'s "view" path); registering that as a C-level callable
     saves the Python frames of the boxed fallback on every ``.t()``, ``.view()``, ``expand``.
     """
-    schema = op._schema
-    if key not in native or schema.name in _special_ops.TABLE or (
-            f"{schema.name}.{schema.overload_name}" in _special_ops.TABLE):
-        return False
-    rets = schema.returns
-    is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
-    return is_view or torch.Tag.inplace_view in op.tags
+    return key in native and _dispatch.special_kernel(op) is None and _dispatch.is_view_op(op)
 
 
 def _overloads(native=frozenset(), fallback_ops: bool = False):

@@ -47,21 +47,17 @@ class Plan:
                  "lists", "fast_lists")
 
     def __init__(self, op, mode: str = "plain"):
-        from ascend_compat.simulator import _special_ops
-
         self.op = op
         self.call = op._op
         self.redispatch = op._handle.redispatch_boxed
         schema = op._schema
         name = schema.name
-        self.special = _special_ops.TABLE.get(f"{name}.{schema.overload_name}" if schema.overload_name
-                                              else name) or _special_ops.TABLE.get(name)
+        self.special = special_kernel(op)
         rets = schema.returns
         args = schema.arguments
-        is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
         if self.special is not None:
             self.kind = "special"
-        elif is_view or torch.Tag.inplace_view in op.tags or name in _EXTRA_VIEWS:
+        elif is_view_op(op) or name in _EXTRA_VIEWS:
             self.kind = "view"
         else:
             self.kind = "compute"
@@ -113,6 +109,23 @@ class Plan:
                       and self.returns_alias is None
                       and (not rets or (len(rets) == 1 and str(rets[0].type) == "List[Tensor]")))
         self.fast_lists = self.lists and self.fallback is None
+
+
+def special_kernel(op):
+    """The ``_special_ops.TABLE`` function for ``op`` (its overload's entry first), or None."""
+    from ascend_compat.simulator import _special_ops
+
+    schema = op._schema
+    name = schema.name
+    table = _special_ops.TABLE
+    return (table.get(f"{name}.{schema.overload_name}") if schema.overload_name else None) or table.get(name)
+
+
+def is_view_op(op) -> bool:
+    """True when ``op`` only rewrites metadata: every return a non-writing alias, or ``inplace_view``."""
+    rets = op._schema.returns
+    return ((bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets))
+            or torch.Tag.inplace_view in op.tags)
 
 
 def plan_for(op, mode: str = "plain") -> Plan:
@@ -213,6 +226,43 @@ _host_for = _memory.host_for
 _hosts_get = _memory._hosts.get
 
 
+def _host_arg(a, index, write: bool):
+    """Host form of tensor argument ``a`` and the call's device index so far: CPU tensors only as
+    0-dim values, one npu device per call, and, unless ``write`` (the kernel writes or may resize
+    it), the allocation's own host tensor when it covers exactly ``a`` (no retag)."""
+    if a.is_cpu:
+        if a.dim() != 0:
+            raise mixed_device_error(f"npu:{index if index is not None else _state.current_device()}", "cpu")
+        return a, index
+    idx = a.get_device()
+    if index is None:
+        index = idx
+    elif idx != index:
+        raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
+    if write or a.is_conj() or a.is_neg():
+        return _host_for(a, write), index
+    ref = _hosts_get(a.data_ptr())  # _memory.host_for_read, inlined
+    h = ref() if ref is not None else None
+    if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
+        return h, index
+    return _retag(a, _KDL_CPU, 0), index
+
+
+def _call_with_kwargs(plan: Plan, cargs: list, kwargs: dict, index):
+    """Convert ``kwargs``, settle the device index and run the CPU kernel; returns ``(res, index)``."""
+    if kwargs:
+        conv = _Conv()
+        conv.index = index
+        tkw = plan.tensor_kw
+        kwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
+        if conv.aliases:
+            _check_cpu_mix(conv)
+        index = conv.index
+    if index is None:
+        index = _state.current_device()
+    return plan.call(*cargs, **kwargs), index
+
+
 def _fast(plan: Plan, args: tuple, kwargs: dict):
     """The generic path for ``plan.simple`` ops (elementwise, matmul, reductions...)."""
     index = None
@@ -221,95 +271,37 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
     written = plan.written_pos
     for i, a in enumerate(args):
         if isinstance(a, _Tensor):
-            if a.is_cpu:
-                if a.dim() != 0:
-                    raise mixed_device_error(f"npu:{index if index is not None else _state.current_device()}", "cpu")
-                continue
-            idx = a.get_device()
-            if index is None:
-                index = idx
-            elif idx != index:
-                raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
-            if i in written or a.is_conj() or a.is_neg():
-                cargs[i] = _host_for(a, i in written)
-            else:  # _memory.host_for_read, inlined: the allocation's own host tensor when it fits
-                ref = _hosts_get(a.data_ptr())
-                h = ref() if ref is not None else None
-                if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
-                    cargs[i] = h
-                else:
-                    cargs[i] = _retag(a, _KDL_CPU, 0)
+            cargs[i], index = _host_arg(a, index, i in written)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (pitfall 3)
-    if kwargs:
-        conv = _Conv()
-        conv.index = index
-        tkw = plan.tensor_kw
-        kwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
-        if conv.aliases:
-            _check_cpu_mix(conv)
-        index = conv.index
-    if index is None:
-        index = _state.current_device()
-    res = plan.call(*cargs, **kwargs)
+    res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     if res.is_cpu:
         return _adopt(res, index)
     return res
 
 
-def _hosts_of(tensors, index):
-    """Host forms of a list of tensors (``_fast``'s per-tensor rules); returns ``(hosts, index)``."""
-    out = []
-    for a in tensors:
-        if not isinstance(a, _Tensor):
-            out.append(a)
-            continue
-        if a.is_cpu:
-            if a.dim() != 0:
-                raise mixed_device_error(f"npu:{index if index is not None else _state.current_device()}", "cpu")
-            out.append(a)
-            continue
-        idx = a.get_device()
-        if index is None:
-            index = idx
-        elif idx != index:
-            raise mixed_device_error(f"npu:{index}", f"npu:{idx}")
-        if a.is_conj() or a.is_neg():
-            out.append(_host_for(a, True))
-            continue
-        ref = _hosts_get(a.data_ptr())
-        h = ref() if ref is not None else None
-        if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
-            out.append(h)
-        else:
-            out.append(_retag(a, _KDL_CPU, 0))
-    return out, index
-
-
 def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
-    """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family)."""
+    """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family).
+
+    In-place forms never resize their arguments, so written lists get the allocations' own host
+    tensors too (``write=False``)."""
     index = None
     cargs = list(args)
     tpos = plan.tensor_pos
     for i, a in enumerate(args):
         if isinstance(a, (list, tuple)):
             if a and isinstance(a[0], _Tensor):
-                cargs[i], index = _hosts_of(a, index)
+                hosts = []
+                for t in a:
+                    if isinstance(t, _Tensor):
+                        t, index = _host_arg(t, index, False)
+                    hosts.append(t)
+                cargs[i] = hosts
         elif isinstance(a, _Tensor):
-            (cargs[i],), index = _hosts_of((a,), index)
+            cargs[i], index = _host_arg(a, index, False)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)
-    if kwargs:
-        conv = _Conv()
-        conv.index = index
-        tkw = plan.tensor_kw
-        kwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
-        if conv.aliases:
-            _check_cpu_mix(conv)
-        index = conv.index
-    if index is None:
-        index = _state.current_device()
-    res = plan.call(*cargs, **kwargs)
+    res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     return None if res is None else _new_out(res, index)
 
 

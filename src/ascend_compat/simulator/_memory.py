@@ -290,7 +290,7 @@ def _release(ref) -> None:
 
 
 def _track(host: torch.Tensor, index: int, requested: int) -> None:
-    block = 0 if requested == 0 else 512 * ((requested + 543) // 512)  # round_size, inlined
+    block = round_size(requested)
     if block == 0:
         return
     d = _devices[index]
