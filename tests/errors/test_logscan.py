@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_compat.doctor.logscan import LogReadError, read_log, scan_text
+from ascend_compat.errors.logscan import LogReadError, read_log, scan_text
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from ascend_compat.doctor.fallback import FallbackMonitor, FallbackRecord, FallbackReport, Frame
+from ascend_compat.coverage.fallback import FallbackMonitor, FallbackRecord, FallbackReport, Frame
 
 
 def _run(code: str, env=None) -> str:
@@ -106,7 +106,7 @@ def test_threads_nesting_decorator_and_raise():
         from ascend_compat import simulator
         simulator.install()
         from ascend_compat.doctor import FallbackMonitor
-        from ascend_compat.doctor.fallback import CPUFallbackError
+        from ascend_compat.coverage.fallback import CPUFallbackError
         warnings.simplefilter("ignore")
         x = torch.tensor([1.0, 2.0, 2.0], device="npu")
 
@@ -188,7 +188,7 @@ def test_dispatcher_predicate_reads_privateuse1_registrations():
         import torch
         from ascend_compat import simulator
         simulator.install()
-        from ascend_compat.doctor import _routing
+        from ascend_compat.coverage import _routing
         router = _routing.Router(_routing.dispatcher_predicate())
         print(router.route(torch.ops.aten.gelu.default)[0], router.route(torch.ops.aten.mode.default)[0],
               router.route(torch.ops.aten.square.default)[0])
@@ -201,7 +201,7 @@ def test_without_an_npu_nothing_falls_back():
     code = """
         import torch
         import pytest
-        from ascend_compat.doctor.fallback import FallbackMonitor
+        from ascend_compat.coverage.fallback import FallbackMonitor
         with FallbackMonitor() as m:
             torch.mode(torch.tensor([1.0, 1.0, 2.0]))
         report = m.report
@@ -230,6 +230,6 @@ def test_report_formatting():
 
 
 def test_module_import_is_light():
-    code = ("import sys; import ascend_compat.doctor.fallback, ascend_compat.doctor.audit;"
+    code = ("import sys; import ascend_compat.coverage.fallback, ascend_compat.coverage.audit;"
             "print([m for m in ('torch', 'numpy', 'ascend_compat.simulator') if m in sys.modules])")
     assert _run(code).strip() == "[]"

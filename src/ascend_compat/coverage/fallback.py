@@ -13,7 +13,7 @@ It observes dispatch, not warnings (torch_npu warns once per op; the monitor cou
   torch_npu CPU fallback; calls from every thread are counted;
 * on real torch_npu (``method="dispatch"``, chosen automatically when ``torch_npu`` is loaded and
   the simulator is not): a ``TorchDispatchMode`` routes each op on an ``npu`` tensor the way the
-  dispatcher does (see ``doctor/_routing.py``): an op with a PrivateUse1 kernel is native; one with
+  dispatcher does (see :mod:`ascend_compat.coverage._routing`): an op with a PrivateUse1 kernel is native; one with
   a composite kernel runs that kernel with the mode still active, so its pieces are judged; anything
   else is a CPU fallback. Dispatch modes are thread-local: only the thread that entered the monitor
   is observed (autograd's backward threads inherit it). Ops on CPU tensors pass straight through,
@@ -158,7 +158,7 @@ class FallbackMonitor:
             if entry is not None:
                 entry[0] += 1
         if entry is None:
-            from ascend_compat.doctor._routing import user_frame
+            from ascend_compat.coverage._routing import user_frame
 
             found = user_frame(2)
             frame = Frame(*found) if found is not None else None
@@ -238,7 +238,7 @@ def _make_mode(monitor: FallbackMonitor):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from ascend_compat.doctor import _routing
+    from ascend_compat.coverage import _routing
 
     sim = sys.modules.get("ascend_compat.simulator")
     if sim is not None and sim.is_installed():

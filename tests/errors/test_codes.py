@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_compat.doctor import codes
+from ascend_compat.errors import codes
 
 REPO = Path(__file__).resolve().parents[2]
 GEN = REPO / "tools" / "gen_error_codes.py"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ascend_compat.doctor.errors import explain
+from ascend_compat.errors.explain import explain
 
 
 def test_known_runtime_code():

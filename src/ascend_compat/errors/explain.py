@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-from ascend_compat.doctor import codes as _codes
-from ascend_compat.doctor.explanations import ASYNC_DEBUG, EXPLANATIONS, PLOG
+from ascend_compat.errors import codes as _codes
+from ascend_compat.errors.explanations import ASYNC_DEBUG, EXPLANATIONS, PLOG
 
 #: torch_npu ERRxxyyy module numbers (torch_npu/utils/_error_code.py ``_SubModuleID``)
 ERR_MODULES = {0: "PTA (torch_npu framework)", 1: "OPS (operators)", 2: "DIST (distributed / HCCL)",

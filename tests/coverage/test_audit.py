@@ -14,7 +14,7 @@ import torch
 
 from ascend_compat import data
 from ascend_compat.doctor import audit_model
-from ascend_compat.doctor.audit import REWRITES, AuditReport, OpRecorder
+from ascend_compat.coverage.audit import REWRITES, AuditReport, OpRecorder
 
 COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 

@@ -10,7 +10,7 @@
 The model runs once, as it is (train/eval mode, grad mode and device untouched: on the CPU unless its
 parameters are on the NPU), under a ``TorchDispatchMode`` (:class:`OpRecorder`). It therefore sees
 ops as they reach a backend, after torch's CompositeImplicitAutograd decompositions. Each op is routed
-like the dispatcher would route it on the NPU (``doctor/_routing.py``) with the native-op table of the
+like the dispatcher would route it on the NPU (:mod:`ascend_compat.coverage._routing`) with the native-op table of the
 chosen torch_npu version (``ascend_compat.data.native_ops``):
 
 * ``native``: torch_npu has its own kernel;
@@ -33,8 +33,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ascend_compat.doctor import _routing
-from ascend_compat.doctor.fallback import Frame
+from ascend_compat.coverage import _routing
+from ascend_compat.coverage.fallback import Frame
 
 __all__ = ["audit_model", "OpRecorder", "AuditReport", "AuditOp", "REWRITES", "UNSUPPORTED_DTYPES"]
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from ascend_compat.doctor import codes
-from ascend_compat.doctor.explanations import EXPLANATIONS
+from ascend_compat.errors import codes
+from ascend_compat.errors.explanations import EXPLANATIONS
 
 # words of a symbol -> what an agreeing meaning says
 SYNONYMS = {

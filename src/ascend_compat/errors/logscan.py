@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ascend_compat.doctor.errors import explain
-from ascend_compat.doctor.explanations import BLOCKING, HCCL_TIMEOUTS, NPU_SMI, PLOG, SET_ENV
+from ascend_compat.errors.explain import explain
+from ascend_compat.errors.explanations import BLOCKING, HCCL_TIMEOUTS, NPU_SMI, PLOG, SET_ENV
 
 
 class LogReadError(Exception):

@@ -4,7 +4,7 @@ Keys are code strings: numeric ACL/runtime/aclnn codes (``"507035"``), HCCL resu
 kept apart because the small numbers would collide with nothing else but read ambiguously), CANN
 E-codes (``"EZ9999"``) and torch_npu framework codes (``"ERR00100"``). Meanings agree with the
 symbols in the generated table and with torch_npu's own code table; the causes and fixes are
-what we know to work. ``tests/doctor/test_explanations.py`` checks every numeric key exists in the
+what we know to work. ``tests/errors/test_explanations.py`` checks every numeric key exists in the
 generated table.
 """
 from __future__ import annotations
