@@ -41,12 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ascend-compat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = _load(name)
-        except ModuleNotFoundError as exc:  # a command whose module is not there yet
-            if exc.name != f"{__name__}.{COMMANDS[name]}":
-                raise
-            continue
+        module = _load(name)
         cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(cmd)
         cmd.set_defaults(_module=module)

@@ -233,10 +233,8 @@ class _Versions(dict):
 
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self:
-            try:
-                from importlib.metadata import PackageNotFoundError, version
-            except ImportError:  # pragma: no cover - Python < 3.8
-                return default
+            from importlib.metadata import PackageNotFoundError, version
+
             try:
                 from ascend_compat.backend import version_tuple
 

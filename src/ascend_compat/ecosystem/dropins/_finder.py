@@ -36,7 +36,7 @@ from ascend_compat.cuda_shim.registry import Change
 
 __all__ = ["DROPINS", "DropIn", "DropInModules", "changes", "install", "uninstall", "installed"]
 
-_IMPL = "ascend_compat.ecosystem"
+_IMPL = "ascend_compat.ecosystem.dropins"
 
 
 @dataclass(frozen=True)

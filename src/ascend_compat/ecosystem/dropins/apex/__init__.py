@@ -6,7 +6,7 @@ scale_loss / state_dict, ``apex.optimizers.FusedAdam/FusedLAMB/FusedSGD/FusedAda
 ``apex.normalization.FusedLayerNorm/FusedRMSNorm``). Stock apex needs CUDA extensions and cannot
 run on Ascend. Each submodule's docstring states its mapping; anything else raises with the torch
 replacement. While the ascend-compat shim is active and apex is not installed, ``import apex``
-resolves here (see :mod:`ascend_compat.ecosystem._modules`).
+resolves here (see :mod:`ascend_compat.ecosystem.dropins._finder`).
 """
 from __future__ import annotations
 

@@ -87,6 +87,6 @@ def patches() -> list:
 
 def apply() -> int:
     """Declare the accelerate patches (idempotent); returns how many were applied now."""
-    from ascend_compat.ecosystem import _library_patches
+    from ascend_compat.ecosystem.integrations import _apply as _library_patches
 
     return _library_patches.apply_once(patches())

@@ -13,7 +13,7 @@ What transformers (tested: 5.23) already does on an NPU, and what this module ch
   ValueError from transformers, which is correct.
 
 :func:`apply` replaces ``npu_flash_attn_func`` / ``npu_flash_attn_varlen_func`` with functions that
-call ascend-compat's flash-attn drop-in (:mod:`ascend_compat.ecosystem.flash_attn`), whose
+call ascend-compat's flash-attn drop-in (:mod:`ascend_compat.ecosystem.dropins.flash_attn`), whose
 signature includes ``window_size`` and ``softcap``: sliding windows become the fused kernel's band
 mode, ``softcap`` raises NotImplementedError naming the alternative. With
 ``NPU_FA2_SPARSE_MODE=2`` (transformers' top-left causal alignment) the original functions keep
@@ -78,7 +78,7 @@ def _dense(original):
         if _top_left_mode():
             _refuse(window_size, softcap)
             return original(q, k, v, dropout_p=dropout_p, softmax_scale=softmax_scale, causal=causal, **kwargs)
-        from ascend_compat.ecosystem.flash_attn import flash_attn_func
+        from ascend_compat.ecosystem.dropins.flash_attn import flash_attn_func
 
         hit("transformers flash_attention_2 -> ascend_compat flash_attn")
         return flash_attn_func(q, k, v, dropout_p, softmax_scale, causal, tuple(window_size), softcap,
@@ -97,7 +97,7 @@ def _varlen(original):
             _refuse(window_size, softcap)
             return original(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=dropout_p,
                             softmax_scale=softmax_scale, causal=causal, **kwargs)
-        from ascend_compat.ecosystem.flash_attn import flash_attn_varlen_func
+        from ascend_compat.ecosystem.dropins.flash_attn import flash_attn_varlen_func
 
         hit("transformers flash_attention_2 (varlen) -> ascend_compat flash_attn")
         return flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
@@ -132,6 +132,6 @@ def apply() -> int:
     Patches for modules not yet imported are applied when transformers imports them. Requires an
     NPU (torch_npu, or the simulator) for the patched code paths to be used at all.
     """
-    from ascend_compat.ecosystem import _library_patches
+    from ascend_compat.ecosystem.integrations import _apply as _library_patches
 
     return _library_patches.apply_once(patches())

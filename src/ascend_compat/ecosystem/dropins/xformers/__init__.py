@@ -25,8 +25,8 @@ import math
 
 import torch
 
-from ascend_compat.ecosystem.xformers import attn_bias
-from ascend_compat.ecosystem.xformers.attn_bias import (
+from ascend_compat.ecosystem.dropins.xformers import attn_bias
+from ascend_compat.ecosystem.dropins.xformers.attn_bias import (
     AttentionBias,
     BlockDiagonalCausalFromBottomRightMask,
     BlockDiagonalCausalMask,

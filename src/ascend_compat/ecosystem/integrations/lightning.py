@@ -56,10 +56,8 @@ def _real_cuda_available() -> bool:
     """CUDA availability with the shim's disguise removed (False on an NPU machine)."""
     import torch
 
-    try:
-        from ascend_compat.cuda_shim.patches.cuda_namespace import real_cuda
-    except ImportError:  # pragma: no cover - shim absent
-        return torch.cuda.is_available()
+    from ascend_compat.cuda_shim.patches.cuda_namespace import real_cuda
+
     with real_cuda():
         return torch.cuda.is_available()
 
@@ -282,7 +280,7 @@ def patches() -> list:
 
 def apply() -> int:
     """Declare the Lightning patches (idempotent); returns how many were applied now."""
-    from ascend_compat.ecosystem import _library_patches
+    from ascend_compat.ecosystem.integrations import _apply as _library_patches
 
     return _library_patches.apply_once(patches())
 

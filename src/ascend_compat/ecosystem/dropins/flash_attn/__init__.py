@@ -2,15 +2,15 @@
 
 Emulated interface: flash-attn **2.7.4** (``flash_attn_interface``, ``bert_padding``, and the rotary
 helpers of ``layers.rotary`` / ``ops.triton.rotary`` in :mod:`.rotary`). Import it
-directly (``from ascend_compat.ecosystem.flash_attn import flash_attn_func``) or, while the
+directly (``from ascend_compat.ecosystem.dropins.flash_attn import flash_attn_func``) or, while the
 ascend-compat shim is active and the real ``flash-attn`` is not installed, as ``flash_attn``
-itself (see :mod:`ascend_compat.ecosystem._modules`); then
+itself (see :mod:`ascend_compat.ecosystem.dropins._finder`); then
 ``importlib.metadata.version("flash_attn")`` answers :data:`__version__`. Semantics, supported
 features and refusals are listed in :mod:`.interface`.
 """
 from __future__ import annotations
 
-from ascend_compat.ecosystem.flash_attn.interface import (
+from ascend_compat.ecosystem.dropins.flash_attn.interface import (
     flash_attn_func,
     flash_attn_kvpacked_func,
     flash_attn_qkvpacked_func,
