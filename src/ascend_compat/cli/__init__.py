@@ -24,6 +24,7 @@ COMMANDS = {
     "doctor": "doctor",
     "error": "error",
     "audit": "audit",
+    "profile": "profile",
 }
 
 
