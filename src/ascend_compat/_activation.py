@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from ascend_compat import _config
+from ascend_compat import _config, _inherit
 from ascend_compat._log import get_logger
 
 log = get_logger("activation")
@@ -91,7 +91,56 @@ def activate(backend_name: str | None = None) -> bool:
         except BaseException:
             registry.revert_all()
             raise
+        _inherit.export(choice)
+        _watch_for_a_cpu_run()
         return True
+
+
+_EXIT_CHECK = []
+
+
+def _watch_for_a_cpu_run() -> None:
+    if not _EXIT_CHECK:
+        import atexit
+
+        atexit.register(report_cpu_run)
+        _EXIT_CHECK.append(True)
+
+
+def report_cpu_run(stream=None) -> bool:
+    """At exit: if CUDA APIs were called (translated) while nothing was ever allocated on the NPU,
+    say so on stderr in one line - the script silently ran on the CPU. Returns True when it said so.
+
+    DataLoader workers are exempt (they are meant to stay on the host)."""
+    from ascend_compat import cuda_shim
+    from ascend_compat.cuda_shim import registry
+
+    if not cuda_shim.is_active():
+        return False
+    calls = sum(registry.counters().values())
+    torch = sys.modules.get("torch")
+    if not calls or torch is None or _in_dataloader_worker(torch) or _npu_was_used(torch):
+        return False
+    print(f"ascend-compat: this run made {calls} CUDA call(s) but never allocated memory on the NPU: it ran on "
+          "the CPU. Check which device the script or its library chose (ASCEND_COMPAT_LOG_LEVEL=DEBUG logs "
+          "every translated call).", file=stream or sys.stderr)
+    return True
+
+
+def _in_dataloader_worker(torch) -> bool:
+    data = sys.modules.get("torch.utils.data")
+    return data is not None and data.get_worker_info() is not None
+
+
+def _npu_was_used(torch) -> bool:
+    npu = getattr(torch, "npu", None)
+    if npu is None or not npu.is_initialized():
+        return False
+    for index in range(npu.device_count()):
+        stats = npu.memory_stats(index)
+        if stats.get("allocation.all.allocated", 0) or npu.max_memory_allocated(index):
+            return True
+    return False
 
 
 def _ecosystem_changes() -> list:
@@ -117,4 +166,5 @@ def deactivate() -> int:
     from ascend_compat import cuda_shim
 
     with _LOCK:
+        _inherit.withdraw()
         return cuda_shim.revert()

@@ -6,8 +6,12 @@ Runs user code the way ``python SCRIPT`` / ``python -m MODULE`` would (``__main_
 1. with ``--simulate``, the simulated NPU is installed (under ``torchrun`` with one device per local rank);
 2. the runtime shim is activated, so CUDA code runs on the NPU.
 
-Nothing else runs before the user's code. Under torchrun each rank is prepared the same way:
-``torchrun --nproc_per_node=N -m ascend_compat run --simulate train.py``.
+Nothing else runs before the user's code. Every Python process the script starts - by any
+launcher: Lightning's DDP launcher, ``torch.multiprocessing.spawn``, ``accelerate launch``, the
+``deepspeed`` launcher, ``subprocess`` - is prepared the same way (:mod:`ascend_compat._inherit`), so
+``ascend-compat run --simulate --devices 2 train.py`` runs a 2-device Lightning DDP script as is, and
+``ascend-compat run --simulate -m accelerate.commands.launch --num_processes 2 train.py`` an accelerate
+one. torchrun works either way: ``torchrun --nproc_per_node=N -m ascend_compat run --simulate train.py``.
 """
 from __future__ import annotations
 
@@ -24,10 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="install the simulated NPU first (dry-run a migration without Ascend hardware)",
     )
+    parser.add_argument("--devices", type=_device_count, default=None, metavar="N",
+                        help="number of simulated NPUs (with --simulate; default 1, or one per local rank "
+                             "under torchrun); child processes see the same devices")
     # REMAINDER so that options after the module name belong to the module (`-m pkg.train --lr 1`)
     parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS...]",
                         help="run a library module as a script")
     parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+
+
+def _device_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 64, got {value}")
+    return value
 
 
 def _prepare(simulate: bool) -> None:
@@ -112,5 +129,10 @@ def main(args: argparse.Namespace) -> int:
     target = parse_target(args)
     if target is None:
         return 2
+    if args.devices is not None:
+        if not args.simulate:
+            print("ascend-compat run: --devices sets the number of simulated NPUs; add --simulate", file=sys.stderr)
+            return 2
+        os.environ["ASCEND_COMPAT_SIM_DEVICES"] = str(args.devices)
     _prepare(args.simulate)
     return run_target(args.module, target)

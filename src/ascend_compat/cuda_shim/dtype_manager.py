@@ -35,6 +35,8 @@ class DTypePolicy(enum.Enum):
 _POLICY = DTypePolicy.OFF
 _LOCK = threading.Lock()
 _WARNED: set = set()
+#: called with no arguments after every policy change (child-process inheritance listens here)
+ON_CHANGE: list = []
 
 
 def apply_dtype_policy(policy: DTypePolicy | str) -> DTypePolicy:
@@ -50,6 +52,8 @@ def apply_dtype_policy(policy: DTypePolicy | str) -> DTypePolicy:
         raise TypeError(f"apply_dtype_policy() takes a DTypePolicy, got {type(policy).__name__}")
     with _LOCK:
         previous, _POLICY = _POLICY, policy
+    for listener in tuple(ON_CHANGE):
+        listener()
     return previous
 
 

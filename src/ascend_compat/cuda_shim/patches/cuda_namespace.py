@@ -121,6 +121,7 @@ def _emulations(torch: Any, npu: Any, cuda_original: Any) -> dict[str, Any]:
     def is_available() -> bool:
         if getattr(_TRUTH, "depth", 0):
             return original_is_available()
+        hit("torch.cuda.is_available")
         return npu.is_available()
 
     original_device_count = cuda_original.device_count
@@ -128,6 +129,7 @@ def _emulations(torch: Any, npu: Any, cuda_original: Any) -> dict[str, Any]:
     def device_count() -> int:
         if getattr(_TRUTH, "depth", 0):
             return original_device_count()
+        hit("torch.cuda.device_count")
         return npu.device_count()
 
     def get_device_capability(device: Any = None) -> tuple[int, int]:
