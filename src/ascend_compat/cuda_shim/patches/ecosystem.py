@@ -18,7 +18,8 @@ NAMES = DROPINS + LIBRARIES
 
 
 def disabled() -> frozenset[str]:
-    """The integrations ``ASCEND_COMPAT_DISABLE`` names (``all`` = every one); ValueError on a typo."""
+    """The integrations ``ASCEND_COMPAT_DISABLE`` names (``all`` = every one); unknown names are
+    ignored with a warning naming the valid ones (a typo must not stop the user's program)."""
     from ascend_compat import _config
 
     asked = _config.disabled_integrations()
@@ -26,10 +27,10 @@ def disabled() -> frozenset[str]:
         return frozenset(NAMES)
     unknown = sorted(asked - set(NAMES))
     if unknown:
-        raise ValueError(
-            f"ASCEND_COMPAT_DISABLE names unknown integration(s) {', '.join(unknown)}; "
-            f"use a comma-separated list of {', '.join(NAMES)}, or all")
-    return frozenset(asked)
+        _config.warn_invalid("ASCEND_COMPAT_DISABLE", ",".join(unknown),
+                             f"a comma-separated list of {', '.join(NAMES)}, or all",
+                             "these names are ignored")
+    return frozenset(asked) & frozenset(NAMES)
 
 
 def patches() -> list:
