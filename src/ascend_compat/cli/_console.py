@@ -74,9 +74,13 @@ def progress(description: str, unit: str, enabled: bool, total: Optional[float] 
         columns = [DownloadColumn(), TransferSpeedColumn()]
     else:
         columns = [MofNCompleteColumn(), TextColumn(unit), RateColumn()]
+    from rich.console import Console
+
+    colour = color_wanted(sys.stderr)  # enabled means wanted: drawn even when stderr is not a terminal
+    err = Console(file=sys.stderr, force_terminal=True, no_color=not colour, highlight=False, emoji=False)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), *columns,
                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                   console=console(sys.stderr), transient=True, redirect_stdout=False, redirect_stderr=False)
+                   console=err, transient=True, redirect_stdout=False, redirect_stderr=False)
     task = bar.add_task(description, total=total)
 
     def update(done: float, new_total: Optional[float] = None, description: Optional[str] = None) -> None:

@@ -19,10 +19,17 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def _relative(path: str) -> str:
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
 def render(report: dict, **_kw) -> str:
     lines = []
     for e in entries(report):
-        props = [f"file={_prop(e.path)}", f"line={e.line}", f"col={e.col}"]
+        props = [f"file={_prop(_relative(e.path))}", f"line={e.line}", f"col={e.col}"]
         if e.cell is None and e.end_line > e.line:
             props.append(f"endLine={e.end_line}")
         elif e.cell is None and e.end_col > e.col:

@@ -17,6 +17,8 @@ LEVELS = ("none", "easy", "moderate", "hard")
 
 def _directory(path: str) -> str:
     d = os.path.dirname(path.replace("\\", "/"))
+    while d.startswith("./"):
+        d = d[2:]
     return d or "."
 
 
