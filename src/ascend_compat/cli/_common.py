@@ -97,7 +97,7 @@ _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:[.+\-a-zA-Z0-9]*)\s*$")
 def torch_npu_version(text: str) -> str:
     """argparse type: a torch_npu version ascend-compat has data for (returned unchanged).
 
-    Versions are matched by major.minor. A version older than the oldest table, or of another
+    Versions are matched by major.minor. A version older than the oldest table, or of a later
     major version, is refused; a newer minor of the same major is accepted with a warning (the
     newest table is then used).
     """
@@ -110,7 +110,7 @@ def torch_npu_version(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a version like 2.5 or 2.5.1 ({listing})")
     major, minor = int(m.group(1)), int(m.group(2))
     newest = tuple(int(p) for p in known[-1].split("."))
-    if major != newest[0]:
+    if major > newest[0]:
         raise argparse.ArgumentTypeError(f"torch_npu {text} does not exist ({listing})")
     try:
         data.resolve_version(text)

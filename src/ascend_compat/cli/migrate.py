@@ -68,8 +68,13 @@ def _migrate(args, targets, migrate_paths):
 def main(args) -> int:
     from ascend_compat._files import write_text_atomic
     from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
-    from ascend_compat.cli._common import FINDINGS, OK, USAGE, CliError
+    from ascend_compat.cli._common import FINDINGS, INTERNAL, OK, USAGE, CliError
 
+    try:  # a base dependency: missing only from a broken environment
+        import libcst  # noqa: F401
+    except ImportError:
+        raise CliError("libcst is missing from this environment although ascend-compat depends on it; "
+                       "reinstall: pip install 'libcst>=1.1'", INTERNAL) from None
     if args.changes and not os.path.isdir(os.path.dirname(os.path.abspath(args.changes))):
         raise CliError(f"--changes {args.changes}: its directory does not exist", USAGE)
     targets = _targets(args)
