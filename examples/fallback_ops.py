@@ -5,6 +5,8 @@
 """
 import torch
 
+torch.manual_seed(0)
+
 device = "cuda" if torch.cuda.is_available() else "cpu"
 x = torch.randn(64, 8, device=device)
 y = torch.randn(64, 8, device=device)

@@ -8,7 +8,8 @@ Usage (from anywhere)::
 Each example in README.md sits between ``<!-- example: NAME -->`` and ``<!-- end example -->`` as a
 ``console`` block: ``$ COMMAND`` and its output. The commands are those of :data:`EXAMPLES`, run from
 the repository root exactly as shown (``ascend-compat`` is this checkout's ``python -m
-ascend_compat``), without colour, with an 100-column terminal width and no progress output.
+ascend_compat``), without colour, with an 100-column terminal width and no progress output; the
+user's home directory is shown as ``~``.
 
 ``--check`` is robust to what legitimately varies between runs and machines (timings, losses,
 versions, sizes): it compares the command lines, and the first :data:`CHECK_LINES` lines of each
@@ -42,8 +43,8 @@ EXAMPLES = (
     Example("run-simulate", "ascend-compat run --simulate examples/train_cuda.py"),
     Example("check", "ascend-compat check --summary examples/"),
     Example("check-concise", "ascend-compat check --format concise examples/train_cuda.py", max_lines=8),
-    Example("migrate", "ascend-compat migrate examples/train_cuda.py", streams="both", max_lines=16),
-    Example("doctor", "ascend-compat doctor", max_lines=12),
+    Example("migrate", "ascend-compat migrate examples/train_cuda.py", streams="both", max_lines=14),
+    Example("doctor", "ascend-compat doctor", max_lines=8),
     Example("error-code", "ascend-compat error 107002"),
     Example("error-log", "ascend-compat error --log tests/doctor/fixtures/logs/cpu_fallback.log", max_lines=12),
     Example("audit", "ascend-compat audit examples/fallback_ops.py"),
@@ -60,6 +61,9 @@ def run(example: Example) -> str:
     env.update(NO_COLOR="1", COLUMNS="100", CI="1", PYTHONWARNINGS="ignore::FutureWarning")
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + (proc.stderr if example.streams == "both" else "")
+    home = os.path.expanduser("~")
+    if len(home) > 1:
+        out = out.replace(home + os.sep, "~" + os.sep)  # the same text on every machine
     lines = [line.rstrip() for line in out.rstrip("\n").split("\n")]
     if len(lines) > example.max_lines:
         lines = lines[: example.max_lines] + ["..."]
