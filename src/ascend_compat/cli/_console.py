@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from typing import Callable, Iterator, Optional
 
@@ -47,6 +48,36 @@ def message(kind: str, text: str, prog: str = PROG) -> None:
     else:
         sys.stderr.write(f"{prog}: {kind}: {text}\n")
         sys.stderr.flush()
+
+
+_HANG = re.compile(r"^(\s*(?:[\w ]+:\s+)?(?:- )?)")
+
+
+def write_report(text: str, stream=None) -> None:
+    """Write a plain-text report; on a terminal, long lines wrap to its width with a hanging indent
+    (continuations line up under the text after ``label:`` and ``- ``) and block headers are bold."""
+    stream = stream or sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty and not os.environ.get("FORCE_COLOR"):
+        stream.write(text)
+        stream.flush()
+        return
+    import shutil
+    import textwrap
+
+    out = console(stream)
+    width = out.width or shutil.get_terminal_size().columns
+    from rich.text import Text
+
+    for line in text.rstrip("\n").split("\n"):
+        prefix = _HANG.match(line).group(1)
+        wrapped = textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * len(prefix),
+                                break_long_words=False, break_on_hyphens=False) if len(line) > width else line
+        styled = Text(wrapped, style="bold" if line and not line[0].isspace() else "")
+        out.print(styled, soft_wrap=True)
 
 
 @contextlib.contextmanager

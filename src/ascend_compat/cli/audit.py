@@ -49,12 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _write(text: str, output) -> None:
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        from ascend_compat.cli import _console
+
+        _console.write_report(text)
         return
     from ascend_compat._files import write_text_atomic
+    from ascend_compat.cli._common import INPUT, CliError
 
-    write_text_atomic(output, text)
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}", INPUT) from None
 
 
 def _run(module, target):

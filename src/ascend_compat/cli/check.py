@@ -198,7 +198,7 @@ def main(args) -> int:
     from ascend_compat.analysis.report.schema import build
     from ascend_compat.analysis.scan import ScanOptions
     from ascend_compat.cli import _console
-    from ascend_compat.cli._common import FINDINGS, INPUT, OK, progress_enabled
+    from ascend_compat.cli._common import FINDINGS, INPUT, OK, CliError, progress_enabled
 
     if args.list_rules:
         return _list_rules()
@@ -217,7 +217,10 @@ def main(args) -> int:
     if args.output:
         from ascend_compat._files import write_text_atomic
 
-        write_text_atomic(args.output, _render(args.format, report, results, args))
+        try:
+            write_text_atomic(args.output, _render(args.format, report, results, args))
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}", INPUT) from None
     elif args.format == "text" and _console.color_wanted(sys.stdout):
         from ascend_compat.analysis.report.text import render_rich
 

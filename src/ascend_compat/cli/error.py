@@ -63,7 +63,7 @@ def main(args) -> int:
             else:
                 blocks.append(f"no Ascend error code or known failure pattern found in {where}")
         if blocks:
-            print("\n\n".join(blocks))
+            _console.write_report("\n\n".join(blocks) + "\n")
         for msg in bad:
             _console.message("error", msg, prog="ascend-compat error")
     if bad:

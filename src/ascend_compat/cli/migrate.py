@@ -68,7 +68,7 @@ def _migrate(args, targets, migrate_paths):
 def main(args) -> int:
     from ascend_compat._files import write_text_atomic
     from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
-    from ascend_compat.cli._common import FINDINGS, INTERNAL, OK, USAGE, CliError
+    from ascend_compat.cli._common import FINDINGS, INPUT, INTERNAL, OK, USAGE, CliError
 
     try:  # a base dependency: missing only from a broken environment
         import libcst  # noqa: F401
@@ -106,5 +106,8 @@ def main(args) -> int:
             err.write(f"  {o.path}: {o.error}\n")
     if args.changes:
         fmt = args.changes_format or ("csv" if args.changes.lower().endswith(".csv") else "json")
-        write_text_atomic(args.changes, changes_table(outcomes, fmt))
+        try:
+            write_text_atomic(args.changes, changes_table(outcomes, fmt))
+        except OSError as exc:
+            raise CliError(f"cannot write {args.changes}: {exc.strerror or exc}", INPUT) from None
     return FINDINGS if errors else OK
