@@ -127,7 +127,12 @@ def main(args: argparse.Namespace) -> int:
             text = _headline(code, 1) + \
                 f"ascend-compat audit (simulated NPU, torch_npu {version}): " + report.text() + "\n"
     else:
-        from ascend_compat.doctor.audit import OpRecorder
+        from ascend_compat.cli import _console
+        from ascend_compat.cli._common import progress_enabled
+
+        with _console.steps("preparing the op recorder", ("importing torch",), progress_enabled(args)) as step:
+            step("importing torch")
+            from ascend_compat.doctor.audit import OpRecorder
 
         recorder = OpRecorder(version)
         with recorder:
