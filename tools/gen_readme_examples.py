@@ -46,7 +46,7 @@ EXAMPLES = (
     Example("migrate", "ascend-compat migrate examples/train_cuda.py", streams="both", max_lines=14),
     Example("doctor", "ascend-compat doctor", max_lines=8),
     Example("error-code", "ascend-compat error 107002"),
-    Example("error-log", "ascend-compat error --log tests/doctor/fixtures/logs/cpu_fallback.log", max_lines=12),
+    Example("error-log", "ascend-compat error --log tests/errors/fixtures/logs/cpu_fallback.log", max_lines=12),
     Example("audit", "ascend-compat audit examples/fallback_ops.py"),
 )
 

@@ -135,7 +135,7 @@ def test_utf16_and_bom_logs(tmp_path, encoding, bom):
 
 def test_streaming_equals_whole_text_and_memory_is_bounded(tmp_path, monkeypatch):
     """Was: the whole log read into memory (500 MB log: 1.4 GB RSS). Now blocks of BLOCK bytes."""
-    from ascend_compat.doctor import logscan
+    from ascend_compat.errors import logscan
 
     lines = []
     for i in range(120_000):

@@ -57,7 +57,7 @@ def cli(argv, cwd, stdin_path=None, env_extra=None):
 def test_the_table_covers_every_command_and_code():
     assert ROWS, f"no exit-code rows found in {DOC}"
     seen = {(p.values[0], p.values[1]) for p in ROWS}
-    for cmd in ("check", "migrate", "doctor", "error", "run", "audit"):
+    for cmd in ("check", "migrate", "doctor", "error", "run", "audit", "profile"):
         assert (cmd, 2) in seen or (cmd, 3) in seen, cmd
     for code in (0, 1, 2, 3):
         assert any(c == code for _, c in seen), code

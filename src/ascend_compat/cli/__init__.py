@@ -24,6 +24,7 @@ COMMANDS = {
     "doctor": "doctor",
     "error": "error",
     "audit": "audit",
+    "profile": "profile",
 }
 
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ascend-compat",
         description="Run CUDA PyTorch code on Huawei Ascend NPUs, and find what will not run.",
         epilog="Exit codes: 0 success, 1 findings over the threshold, 2 usage error, 3 input error, "
-               "4 internal error; run and audit return the script's own status once it has started.",
+               "4 internal error; run, audit and profile return the script's own status once it has started.",
     )
     parser.add_argument("--version", action="version", version=f"ascend-compat {__version__}")
     parser.add_argument("--debug", action="store_true", help="print Python tracebacks for errors (for bug reports)")

@@ -4,15 +4,16 @@ Exit codes (one table for every command; ``docs/cli.md`` shows it to users):
 
 ====  ===================================================================================
 0     success
-1     findings over the threshold (``check --fail-on``, ``audit --fail-on-fallback``, a doctor
-      FAIL, a log with nothing recognisable, a file ``migrate`` could not rewrite)
+1     findings over the threshold (``check --fail-on``, ``audit --fail-on-fallback``,
+      ``profile --fail-on``, a doctor FAIL, a log with nothing recognisable, a file ``migrate``
+      could not rewrite)
 2     usage error: unknown option, missing or invalid option value
 3     input error: a path or file that does not exist or cannot be read, no Python files found
-4     internal error (a bug in ascend-compat; ``--debug`` prints the traceback)
+4     internal error (a bug in ascend-compat, or a broken install; ``--debug`` prints the traceback)
 130   interrupted (Ctrl-C)
 ====  ===================================================================================
 
-``run`` and ``audit`` return the script's own exit status once the script has started.
+``run``, ``audit`` and ``profile`` return the script's own exit status once the script has started.
 """
 from __future__ import annotations
 

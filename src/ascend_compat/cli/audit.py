@@ -5,7 +5,7 @@ would run on torch_npu:
 
 * default, on the CPU (no NPU, no simulator): every aten op the script runs in its main thread,
   forward and backward, is recorded and routed against the native-op table of torch_npu ``V``
-  (``ascend_compat.doctor.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
+  (``ascend_compat.coverage.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
   ops called with dtypes Ascend has no kernels for, where each was first called, and known rewrites.
   The script must run on the CPU (device-agnostic code such as
   ``"cuda" if torch.cuda.is_available() else "cpu"`` does);
@@ -113,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
         if args.torch_npu_version is not None:
             os.environ["ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"] = args.torch_npu_version
         prepare_with_progress(args, True)
-        from ascend_compat.doctor.fallback import FallbackMonitor
+        from ascend_compat.coverage.fallback import FallbackMonitor
 
         monitor = FallbackMonitor()
         with monitor:
@@ -132,7 +132,7 @@ def main(args: argparse.Namespace) -> int:
 
         with _console.steps("preparing the op recorder", ("importing torch",), progress_enabled(args)) as step:
             step("importing torch")
-            from ascend_compat.doctor.audit import OpRecorder
+            from ascend_compat.coverage.audit import OpRecorder
 
         recorder = OpRecorder(version)
         with recorder:

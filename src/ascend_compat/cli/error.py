@@ -28,7 +28,7 @@ def main(args) -> int:
     (the valid ones are still explained); 3 = the log is missing, unreadable, compressed or binary."""
     from ascend_compat.cli import _console
     from ascend_compat.cli._common import FINDINGS, INPUT, OK, USAGE, CliError, progress_enabled
-    from ascend_compat.doctor.errors import explain
+    from ascend_compat.errors.explain import explain
 
     if not args.codes and not args.log:
         raise CliError("give one or more codes (e.g. 507035 EZ9999) or --log FILE", USAGE)
@@ -40,7 +40,7 @@ def main(args) -> int:
             bad.append(str(exc))
     findings = None
     if args.log:
-        from ascend_compat.doctor.logscan import LogReadError, scan_log
+        from ascend_compat.errors.logscan import LogReadError, scan_log
 
         try:
             with _console.progress("scanning log", "bytes", progress_enabled(args) and args.log != "-") as update:
