@@ -27,15 +27,15 @@ FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
 _warned: set = set()
 
 
-def warn_invalid(name: str, value: str, accepted: str, instead: str) -> None:
-    """Warn once per (variable, value) that ``value`` is not valid for ``name`` and what is used instead."""
+def warn_invalid(name: str, value: str, problem: str, instead: str) -> None:
+    """Warn once per (variable, value): ``ignoring NAME='value': PROBLEM; INSTEAD``."""
     if (name, value) in _warned:
         return
     _warned.add((name, value))
     import logging
 
     logging.getLogger("ascend_compat").warning(
-        "ascend-compat: ignoring %s=%r: expected %s; %s", name, value, accepted, instead)
+        "ascend-compat: ignoring %s=%r: %s; %s", name, value, problem, instead)
 
 
 def flag(name: str) -> bool:
@@ -47,7 +47,7 @@ def flag(name: str) -> bool:
     if value in TRUE_VALUES:
         return True
     if value not in FALSE_VALUES:
-        warn_invalid(name, os.environ[name], "1/true/yes/on or 0/false/no/off", "treating it as off")
+        warn_invalid(name, os.environ[name], "expected 1/true/yes/on or 0/false/no/off", "treating it as off")
     return False
 
 

@@ -22,7 +22,7 @@ def _configure() -> None:
     if level not in LEVELS:
         from ascend_compat import _config
 
-        _config.warn_invalid("ASCEND_COMPAT_LOG_LEVEL", raw, "one of " + ", ".join(LEVELS), "using WARNING")
+        _config.warn_invalid("ASCEND_COMPAT_LOG_LEVEL", raw, "expected one of " + ", ".join(LEVELS), "using WARNING")
         level = "WARNING"
     logger.setLevel(getattr(logging, level))
     if not logger.handlers:

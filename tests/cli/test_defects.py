@@ -200,3 +200,13 @@ def test_bad_simulator_setting_is_one_line_under_run(tmp_path):
     proc = cli(["run", "--simulate", str(script)], tmp_path, env_extra={"ASCEND_COMPAT_SIM_DEVICES": "two"})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "ascend-compat run: error: ASCEND_COMPAT_SIM_DEVICES must be an integer, got 'two'"
+
+
+def test_bad_simulator_setting_at_import_warns_and_uses_the_default():
+    code = "import ascend_compat, torch\nprint('devices', torch.npu.device_count())"
+    proc = _py(code, {"ASCEND_COMPAT_SIMULATE": "1", "ASCEND_COMPAT_SIM_DEVICES": "two",
+                      "ASCEND_COMPAT_SIM_FLOAT64": "sometimes"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "devices 1"
+    assert "ignoring ASCEND_COMPAT_SIM_DEVICES='two'" in proc.stderr
+    assert "ignoring ASCEND_COMPAT_SIM_FLOAT64='sometimes'" in proc.stderr and "error, strict, warn, allow" in proc.stderr

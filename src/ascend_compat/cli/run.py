@@ -125,18 +125,20 @@ def prepare_with_progress(args: argparse.Namespace, simulate: bool) -> None:
     """:func:`_prepare`, with start-up progress on stderr for the simulator (several seconds)."""
     from ascend_compat.cli import _console
     from ascend_compat.cli._common import USAGE, CliError, progress_enabled
-    from ascend_compat.simulator._config import SimConfigError
+    from ascend_compat.simulator._config import SimConfigError, env_arguments
 
+    if simulate:  # the command line is strict where `import ascend_compat` only warns
+        try:
+            env_arguments(strict=True)
+        except SimConfigError as exc:
+            raise CliError(str(exc), USAGE) from None
     with _console.steps("starting the simulated NPU", ("importing torch", "installing the simulator"),
                         simulate and progress_enabled(args)) as step:
         step("importing torch")
         if simulate:
             import torch  # noqa: F401  (the slow part of start-up, shown as its own step)
         step("installing the simulator")
-        try:
-            _prepare(simulate)
-        except SimConfigError as exc:  # invalid ASCEND_COMPAT_SIM_* settings
-            raise CliError(str(exc), USAGE) from None
+        _prepare(simulate)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ def disabled() -> frozenset:
     unknown = sorted(asked - set(NAMES))
     if unknown:
         _config.warn_invalid("ASCEND_COMPAT_DISABLE", ",".join(unknown),
-                             f"a comma-separated list of {', '.join(NAMES)}, or all", "these names are ignored")
+                             f"expected a comma-separated list of {', '.join(NAMES)}, or all", "these names are ignored")
     return frozenset(asked) & frozenset(NAMES)
 
 

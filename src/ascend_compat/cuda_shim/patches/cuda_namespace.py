@@ -56,7 +56,7 @@ def capability_default() -> tuple[int, int]:
     except ValueError:  # a typo must not stop the user's program
         from ascend_compat import _config
 
-        _config.warn_invalid("ASCEND_COMPAT_DEVICE_CAPABILITY", text, "'major.minor' (for example '8.0')",
+        _config.warn_invalid("ASCEND_COMPAT_DEVICE_CAPABILITY", text, "expected 'major.minor' (for example '8.0')",
                              f"using {DEFAULT_CAPABILITY[0]}.{DEFAULT_CAPABILITY[1]}")
         return DEFAULT_CAPABILITY
 
