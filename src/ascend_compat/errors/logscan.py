@@ -176,7 +176,7 @@ NEEDLES = {
     "npu_oom": ("npu out of memory",),
     "device_mismatch": ("expected all tensors to be on the same device",),
     "visible_devices": ("ascend_rt_visible_devices", "invalid device"),
-    "hccl_timeout": ("hccl", "notify"),
+    "hccl_timeout": ("timeout", "time out", "notify"),
     "cuda_not_compiled": ("torch not compiled with cuda enabled",),
     "nccl_missing": ("distributed package doesn't have nccl built in",),
     "backend_autoload": ("failed to load the backend extension",),
@@ -212,62 +212,63 @@ class LogScanner:
         self.fallback_ops: dict[str, Counter] = {"cpu_fallback": Counter(), "cpu_fallback_disabled": Counter()}
         self.lines_done = 0
 
-    def _add_code(self, code: str, lineno: int, line: str) -> None:
-        if code in self.found:
-            self.found[code].count += 1
-            return
-        ex = explain(code)
-        self.found[code] = Finding("code", code, ex.title, ex.meaning, 1, lineno, _excerpt(line),
-                                   list(ex.causes), list(ex.fixes), list(ex.helps))
-
     def feed(self, text: str) -> None:
-        """Scan ``text``, which must end at a line boundary (or be the log's last piece)."""
+        """Scan ``text``, which must end at a line boundary (or be the log's last piece).
+
+        Per match only counting happens; line numbers and excerpts are computed for the first
+        occurrence of each new key, so a log dense with matches stays fast.
+        """
         low = text.lower()
         if len(low) != len(text):  # a rare character changes length when lower-cased: scan everything
             low = None
-        events = []  # (pos, group, order, match, pattern or None); per line: codes, E-codes, ERR, patterns
-        events.extend((m.start(), 0, m.start(), m, None) for m in _matches(text, low, _NUM, NEEDLES["num"]))
-        for group, rx in ((1, _ECODE), (2, _ERR)):
-            events.extend((m.start(), group, m.start(), m, None) for m in rx.finditer(text)
-                          if m.start() == 0 or text[m.start() - 1] not in _WORD)
-        for k, p in enumerate(PATTERNS):
-            events.extend((m.start(), 3, k, m, p) for m in _matches(text, low, p.regex, NEEDLES[p.key]))
-        if events:
-            self._apply(text, events)
-        self.lines_done += text.count("\n")
+        counts: Counter = Counter()
+        first: dict = {}  # key -> (pos, group, order, pattern or None); per line: codes, E-codes, ERR, patterns
 
-    def _apply(self, text: str, events: list) -> None:
-        located = []
-        prev, line = 0, self.lines_done + 1
-        for ev in sorted(events, key=lambda e: e[0]):
-            line += text.count("\n", prev, ev[0])
-            prev = ev[0]
-            located.append((line, ev))
-        located.sort(key=lambda le: (le[0], le[1][1], le[1][2]))
-        seen_pattern_lines = set()
-        for lineno, (pos, group, _order, m, p) in located:
-            start = text.rfind("\n", 0, pos) + 1
+        def line_at(pos: int) -> str:
             end = text.find("\n", pos)
-            line = text[start:] if end == -1 else text[start:end]
+            return text[text.rfind("\n", 0, pos) + 1:] if end == -1 else text[text.rfind("\n", 0, pos) + 1:end]
+
+        for m in _matches(text, low, _NUM, NEEDLES["num"]):
+            n = int(m.group(1))
+            if n == 0:
+                continue
+            pos = m.start()
+            key = f"hccl:{n}" if n < 100 and _HCCL_LINE.search(line_at(pos)) else str(n)
+            counts[key] += 1
+            first.setdefault(key, (pos, 0, pos, None))
+        for group, rx in ((1, _ECODE), (2, _ERR)):
+            for m in rx.finditer(text):
+                pos = m.start()
+                if pos and text[pos - 1] in _WORD:
+                    continue
+                counts[m.group(1)] += 1
+                first.setdefault(m.group(1), (pos, group, pos, None))
+        for k, p in enumerate(PATTERNS):
+            ops = self.fallback_ops.get(p.key)
+            last_eol = -2
+            for m in _matches(text, low, p.regex, NEEDLES[p.key]):
+                eol = text.find("\n", m.start())
+                if eol == last_eol:  # a pattern counts once per line
+                    continue
+                last_eol = eol
+                counts[p.key] += 1
+                if ops is not None:
+                    ops[m.group(1)] += 1
+                first.setdefault(p.key, (m.start(), 3, k, p))
+        new = [(key, ev) for key, ev in first.items() if key not in self.found]
+        located = [(self.lines_done + 1 + text.count("\n", 0, ev[0]), ev[1], ev[2], key, ev) for key, ev in new]
+        for lineno, _group, _order, key, (pos, _g, _o, p) in sorted(located, key=lambda x: x[:3]):
+            excerpt = _excerpt(line_at(pos))
             if p is None:
-                code = m.group(1)
-                if group == 0:
-                    n = int(code)
-                    if n == 0:
-                        continue
-                    code = f"hccl:{n}" if n < 100 and _HCCL_LINE.search(line) else str(n)
-                self._add_code(code, lineno, line)
-                continue
-            if (p.key, lineno) in seen_pattern_lines:  # a pattern counts once per line
-                continue
-            seen_pattern_lines.add((p.key, lineno))
-            if p.key in self.fallback_ops:
-                self.fallback_ops[p.key][m.group(1)] += 1
-            if p.key in self.found:
-                self.found[p.key].count += 1
+                ex = explain(key)
+                self.found[key] = Finding("code", key, ex.title, ex.meaning, 0, lineno, excerpt,
+                                          list(ex.causes), list(ex.fixes), list(ex.helps))
             else:
-                self.found[p.key] = Finding("pattern", p.key, p.title, p.meaning, 1, lineno, _excerpt(line),
-                                            list(p.causes), list(p.fixes), list(p.helps))
+                self.found[key] = Finding("pattern", p.key, p.title, p.meaning, 0, lineno, excerpt,
+                                          list(p.causes), list(p.fixes), list(p.helps))
+        for key, n in counts.items():
+            self.found[key].count += n
+        self.lines_done += text.count("\n")
 
     def findings(self) -> list[Finding]:
         """Everything found so far, in order of first appearance."""
@@ -281,23 +282,42 @@ class LogScanner:
         return out
 
 
+#: candidate lines closer than this many characters are scanned as one range (one regex call)
+_MERGE_GAP = 4096
+
+
 def _matches(text: str, low, rx: re.Pattern, needles) -> list:
-    """Matches of ``rx`` in the lines of ``text`` that contain a needle (every line if ``low`` is None)."""
+    """Matches of ``rx`` in the lines of ``text`` that contain a needle (every line if ``low`` is None).
+
+    No pattern matches across a line end and every match contains a needle, so scanning a range
+    of lines that includes needle-free lines finds the same matches: nearby candidate lines are
+    merged into one range, which keeps a log dense with candidates at regex speed.
+    """
     if low is None:
         return list(rx.finditer(text))
+    dense = len(text) // _MERGE_GAP  # more candidate lines than this: the ranges would cover everything
     starts = set()
     for needle in needles:
         i = low.find(needle)
         while i != -1:
             starts.add(text.rfind("\n", 0, i) + 1)
+            if len(starts) > dense:
+                return list(rx.finditer(text))
             end = text.find("\n", i)
             if end == -1:
                 break
             i = low.find(needle, end)
-    out = []
+    ranges: list = []
     for start in sorted(starts):
         end = text.find("\n", start)
-        out.extend(rx.finditer(text, start, len(text) if end == -1 else end))
+        end = len(text) if end == -1 else end
+        if ranges and start - ranges[-1][1] <= _MERGE_GAP:
+            ranges[-1][1] = end
+        else:
+            ranges.append([start, end])
+    out = []
+    for start, end in ranges:
+        out.extend(rx.finditer(text, start, end))
     return out
 
 
