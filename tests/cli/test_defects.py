@@ -210,3 +210,49 @@ def test_bad_simulator_setting_at_import_warns_and_uses_the_default():
     assert proc.stdout.strip() == "devices 1"
     assert "ignoring ASCEND_COMPAT_SIM_DEVICES='two'" in proc.stderr
     assert "ignoring ASCEND_COMPAT_SIM_FLOAT64='sometimes'" in proc.stderr and "error, strict, warn, allow" in proc.stderr
+
+
+def _reference_scan(text):
+    """The per-line algorithm the streaming scanner replaced: (key, count, first_line) in order."""
+    from collections import Counter
+
+    from ascend_compat.errors import logscan as L
+
+    ecode = re.compile(r"(?<![A-Za-z0-9_])(E[0-9A-Z]\d{4})(?![A-Za-z0-9_])")
+    err = re.compile(r"(?<![A-Za-z0-9_])(ERR\d{5})(?![A-Za-z0-9_])")
+    first, count = {}, Counter()
+    for lineno, line in enumerate(text.split("\n"), 1):
+        keys = []
+        for m in L._NUM.finditer(line):
+            n = int(m.group(1))
+            if n:
+                keys.append(f"hccl:{n}" if n < 100 and L._HCCL_LINE.search(line) else str(n))
+        keys += [m.group(1) for m in ecode.finditer(line)] + [m.group(1) for m in err.finditer(line)]
+        keys += [p.key for p in L.PATTERNS if p.regex.search(line)]
+        for k in keys:
+            count[k] += 1
+            first.setdefault(k, lineno)
+    return sorted(((k, count[k], first[k]) for k in first), key=lambda t: t[2])
+
+
+@pytest.mark.parametrize("density", [0.001, 0.05, 0.9])
+def test_streaming_scanner_equals_the_per_line_reference(tmp_path, monkeypatch, density):
+    import random
+
+    from ascend_compat.errors import logscan
+
+    logs = ROOT / "tests" / "errors" / "fixtures" / "logs"
+    interesting = [line for f in sorted(logs.glob("*.log")) for line in f.read_text().splitlines() if line.strip()]
+    noise = ["step {i} loss 2.31 hccl rank 3 ok", "[INFO] HCCL(12,python) init done, time {i}",
+             "Error codes table loaded: 1200 entries", "xE123456 ERR0000123 notE12345"]
+    rng = random.Random(density)
+    lines = [rng.choice(interesting) if rng.random() < density else rng.choice(noise).format(i=i)
+             for i in range(40_000)]
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / "mix.log"
+    path.write_text(text)
+    monkeypatch.setattr(logscan, "BLOCK", 64 << 10)
+    got = [(f.key, f.count, f.first_line) for f in logscan.scan_log(str(path))]
+    want = _reference_scan(text)
+    assert sorted(got, key=lambda t: (t[2], t[0])) == sorted(want, key=lambda t: (t[2], t[0]))
+    assert [k for k, _, _ in got] == [k for k, _, _ in sorted(got, key=lambda t: t[2])]  # first-appearance order
