@@ -96,6 +96,8 @@ def main(args: argparse.Namespace) -> int:
     target = parse_target(args, prog="audit")
     if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise CliError(f"cannot write {args.output!r}: its directory does not exist", USAGE)
+    if args.output is not None and os.path.isdir(args.output):
+        raise CliError(f"-o {args.output!r} is a directory; give a file name", USAGE)
     from ascend_compat import data
 
     requested = args.torch_npu_version

@@ -70,6 +70,8 @@ def _rule_ids(values, what: str):
     if values is None:
         return None
     ids = [p.strip() for v in values for p in v.split(",") if p.strip()]
+    if not ids:
+        raise CliError(f"{what}: no rule id given (see ascend-compat check --list-rules)", USAGE)
     for rule in ids:
         if rule not in RULES:
             close = difflib.get_close_matches(rule, list(RULES), n=3)
