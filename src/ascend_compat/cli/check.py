@@ -60,7 +60,7 @@ def _list_rules() -> int:
     return 0
 
 
-def _rule_ids(values, what: str):
+def _rule_ids(values, what: str, allow_empty: bool = False):
     """Split comma-separated ids; a usage error for ids the catalogue does not know."""
     import difflib
 
@@ -70,7 +70,7 @@ def _rule_ids(values, what: str):
     if values is None:
         return None
     ids = [p.strip() for v in values for p in v.split(",") if p.strip()]
-    if not ids:
+    if not ids and not allow_empty:
         raise CliError(f"{what}: no rule id given (see ascend-compat check --list-rules)", USAGE)
     for rule in ids:
         if rule not in RULES:
@@ -98,8 +98,8 @@ def _settings(args):
     where = f"{cfg.path} [tool.ascend-compat]" if cfg.path else ""
     select = _rule_ids(args.select, "--select")
     if select is None and cfg.select is not None:
-        select = _rule_ids(cfg.select, f"{where} select")
-    ignore = (_rule_ids(cfg.ignore, f"{where} ignore") or []) + (_rule_ids(args.ignore, "--ignore") or [])
+        select = _rule_ids(cfg.select, f"{where} select", allow_empty=True)
+    ignore = _rule_ids(cfg.ignore, f"{where} ignore", allow_empty=True) + (_rule_ids(args.ignore, "--ignore") or [])
     version = args.torch_npu_version
     if version is None and cfg.torch_npu_version is not None:
         try:

@@ -100,6 +100,7 @@ def render_rich(report: dict, console, summary_only: bool = False) -> None:
                 t.add_row(where, f"[{_STYLE[x['handling']]}]{x['handling']}[/]", x["rule"],
                           f"{escape(x['message'])}\n[dim]-> {escape(x['suggestion'])}[/]")
             console.print(t)
+            console.print()
         errors = [f for f in report["files"] if f["error"]]
         if errors:
             console.print("[bold red]Not analysed / partly analysed:[/]")
