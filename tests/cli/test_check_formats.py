@@ -130,6 +130,8 @@ def test_pyproject_config_found_upwards(repo, tmp_path):
     assert cli(["check", "--no-config", "--format", "json", "."], proj).returncode == 0
     cmdline = cli(["check", "--fail-on", "hard", "--format", "json", "train"], proj)
     assert cmdline.returncode == 0  # the command line wins: train/ is moderate
+    (tmp_path / "pyproject.toml").write_text('[tool.ascend-compat]\nfail-on = "any"\n')  # one key alone
+    assert cli(["check", "train"], proj).returncode == 1
     (tmp_path / "pyproject.toml").write_text('[tool.ascend-compat]\nfail_on = "any"\n')
     bad = cli(["check", "."], proj)
     assert bad.returncode == 2 and "unknown key(s) in [tool.ascend-compat]: fail_on" in bad.stderr
