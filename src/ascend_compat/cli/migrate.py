@@ -65,9 +65,24 @@ def _migrate(args, targets, migrate_paths):
     return outcomes
 
 
+_DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
+
+
+def _print_coloured_diff(diff: str) -> None:
+    from rich.text import Text
+
+    from ascend_compat.cli import _console
+
+    out = _console.console(sys.stdout)
+    for line in diff.rstrip("\n").split("\n"):
+        style = next((st for prefix, st in _DIFF_STYLE if line.startswith(prefix)), "")
+        out.print(Text(line, style=style), soft_wrap=True)
+
+
 def main(args) -> int:
     from ascend_compat._files import write_text_atomic
     from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
+    from ascend_compat.cli import _console
     from ascend_compat.cli._common import FINDINGS, INPUT, INTERNAL, OK, USAGE, CliError
 
     try:  # a base dependency: missing only from a broken environment
@@ -84,10 +99,12 @@ def main(args) -> int:
         raise CliError(str(exc), USAGE) from None
     out = sys.stdout
     if not args.quiet and not args.write and not args.output:
-        for o in outcomes:
-            if o.diff:
-                out.write(o.diff)
-        out.flush()
+        diff = "".join(o.diff for o in outcomes if o.diff)
+        if diff and _console.color_wanted(out):
+            _print_coloured_diff(diff)
+        else:
+            out.write(diff)
+            out.flush()
     changed = [o for o in outcomes if o.changed]
     errors = [o for o in outcomes if o.error]
     remaining = [(o.path, f) for o in outcomes for f in o.remaining if f.handling != "auto"]
