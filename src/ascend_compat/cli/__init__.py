@@ -33,7 +33,7 @@ def _load(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ascend_compat import __version__
+    from ascend_compat._version import __version__
     from ascend_compat.cli._common import add_common
 
     parser = argparse.ArgumentParser(

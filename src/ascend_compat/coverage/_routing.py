@@ -112,9 +112,8 @@ def reentrant(mode, op) -> bool:
 def _skip_dirs() -> Tuple[str, ...]:
     import torch
 
-    import ascend_compat
-
-    dirs = {os.path.dirname(torch.__file__), os.path.dirname(ascend_compat.__file__)}
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ascend_compat/
+    dirs = {os.path.dirname(torch.__file__), package}
     paths = sysconfig.get_paths()
     for key in ("stdlib", "platstdlib"):
         if paths.get(key):
