@@ -118,7 +118,7 @@ def _hint_simulate(exc: BaseException) -> None:
 
         _console.message("note", "this machine has no NPU (torch_npu is not installed), so the script ran "
                                  "unchanged and its CUDA calls failed; to dry-run it on the simulated NPU: "
-                                 "ascend-compat run --simulate SCRIPT", prog="ascend-compat run")
+                                 "ascend-compat run --simulate SCRIPT", prog="ascend-compat")
 
 
 def prepare_with_progress(args: argparse.Namespace, simulate: bool) -> None:
