@@ -244,7 +244,8 @@ def test_streaming_scanner_equals_the_per_line_reference(tmp_path, monkeypatch, 
     logs = ROOT / "tests" / "errors" / "fixtures" / "logs"
     interesting = [line for f in sorted(logs.glob("*.log")) for line in f.read_text().splitlines() if line.strip()]
     noise = ["step {i} loss 2.31 hccl rank 3 ok", "[INFO] HCCL(12,python) init done, time {i}",
-             "Error codes table loaded: 1200 entries", "xE123456 ERR0000123 notE12345"]
+             "Error codes table loaded: 1200 entries", "xE123456 ERR0000123 notE12345",
+             "aclrtSynchronizeStream returned, error code is 0", "retry {i}: error code is 0"]
     rng = random.Random(density)
     lines = [rng.choice(interesting) if rng.random() < density else rng.choice(noise).format(i=i)
              for i in range(40_000)]

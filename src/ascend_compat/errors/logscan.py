@@ -73,6 +73,11 @@ def _p(key, regex, title, meaning, causes, fixes, helps=()):
     return _Pattern(key, re.compile(regex, re.I), title, meaning, tuple(causes), tuple(fixes), tuple(helps))
 
 
+def _per_line(rx: re.Pattern) -> re.Pattern:
+    """``rx`` followed by the rest of its line: at most one match per line, the line's first."""
+    return re.compile(f"(?:{rx.pattern})[^\\n]*", rx.flags)
+
+
 PATTERNS = [
     _p("fork_after_init", r"Cannot re-initialize NPU in forked subprocess",
        "NPU used in a forked child", "the parent process initialised the NPU and then forked; a forked "
@@ -166,6 +171,24 @@ _ECODE = re.compile(r"(E[0-9A-Z]\d{4})(?![A-Za-z0-9_])")
 _ERR = re.compile(r"(ERR\d{5})(?![A-Za-z0-9_])")
 _WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
+#: pattern key -> its regex matching at most once per line (a pattern counts once per line)
+_LINE_RX = {p.key: _per_line(p.regex) for p in PATTERNS}
+
+
+def _lower_twin(rx: re.Pattern) -> re.Pattern:
+    """A case-sensitive regex that matches the lower-cased text where ``rx`` (IGNORECASE) matches the
+    text, at the same positions: several times faster. Patterns using an upper-case escape
+    (\\D, \\W, \\S, \\B ...) cannot be lower-cased and are refused."""
+    if re.search(r"\\[A-Z]", rx.pattern):
+        raise ValueError(f"pattern {rx.pattern!r} has an upper-case escape; it cannot be lower-cased")
+    return re.compile(rx.pattern.lower(), rx.flags & ~re.I)
+
+
+#: fast twins run on the lower-cased text; patterns capturing text (op names) keep their case
+#: and run on the original
+_LOW_NUM = _lower_twin(_NUM)
+_LOW_LINE_RX = {key: _lower_twin(rx) for key, rx in _LINE_RX.items() if rx.groups == 0}
+
 #: lower-case substrings one of which every match of a regex contains (on the same line): only lines
 #: holding one are given to the (slower, case-insensitive) regex
 NEEDLES = {
@@ -228,14 +251,8 @@ class LogScanner:
             end = text.find("\n", pos)
             return text[text.rfind("\n", 0, pos) + 1:] if end == -1 else text[text.rfind("\n", 0, pos) + 1:end]
 
-        for m in _matches(text, low, _NUM, NEEDLES["num"]):
-            n = int(m.group(1))
-            if n == 0:
-                continue
-            pos = m.start()
-            key = f"hccl:{n}" if n < 100 and _HCCL_LINE.search(line_at(pos)) else str(n)
-            counts[key] += 1
-            first.setdefault(key, (pos, 0, pos, None))
+        num_rx, subject = (_NUM, text) if low is None else (_LOW_NUM, low)  # digits are the same lower-cased
+        self._numeric(subject, num_rx, _ranges(text, low, NEEDLES["num"]), line_at, counts, first)
         for group, rx in ((1, _ECODE), (2, _ERR)):
             for m in rx.finditer(text):
                 pos = m.start()
@@ -244,17 +261,19 @@ class LogScanner:
                 counts[m.group(1)] += 1
                 first.setdefault(m.group(1), (pos, group, pos, None))
         for k, p in enumerate(PATTERNS):
+            rx, subject = _LINE_RX[p.key], text
+            if low is not None and p.key in _LOW_LINE_RX:
+                rx, subject = _LOW_LINE_RX[p.key], low
             ops = self.fallback_ops.get(p.key)
-            last_eol = -2
-            for m in _matches(text, low, p.regex, NEEDLES[p.key]):
-                eol = text.find("\n", m.start())
-                if eol == last_eol:  # a pattern counts once per line
+            for start, end in _ranges(text, low, NEEDLES[p.key]):
+                found = rx.findall(subject, start, end)  # one item per matching line (group 1: the op)
+                if not found:
                     continue
-                last_eol = eol
-                counts[p.key] += 1
+                counts[p.key] += len(found)
                 if ops is not None:
-                    ops[m.group(1)] += 1
-                first.setdefault(p.key, (m.start(), 3, k, p))
+                    ops.update(found)
+                if p.key not in first:
+                    first[p.key] = (rx.search(subject, start, end).start(), 3, k, p)
         new = [(key, ev) for key, ev in first.items() if key not in self.found]
         located = [(self.lines_done + 1 + text.count("\n", 0, ev[0]), ev[1], ev[2], key, ev) for key, ev in new]
         for lineno, _group, _order, key, (pos, _g, _o, p) in sorted(located, key=lambda x: x[:3]):
@@ -269,6 +288,33 @@ class LogScanner:
         for key, n in counts.items():
             self.found[key].count += n
         self.lines_done += text.count("\n")
+
+    @staticmethod
+    def _numeric(text: str, rx: re.Pattern, ranges: list, line_at, counts: Counter, first: dict) -> None:
+        """'error code is N' codes: counted in C (findall); located only at each key's first match.
+        ``text`` may be the lower-cased block (``rx`` its twin): positions and digits are the same."""
+        for start, end in ranges:
+            numbers = Counter(n for n in rx.findall(text, start, end) if int(n))  # 0 means success
+            if not numbers:
+                continue
+            if any(int(n) < 100 for n in numbers):  # HCCL results need their line: the per-match path
+                for m in rx.finditer(text, start, end):
+                    n = int(m.group(1))
+                    if n:
+                        key = f"hccl:{n}" if n < 100 and _HCCL_LINE.search(line_at(m.start())) else str(n)
+                        counts[key] += 1
+                        first.setdefault(key, (m.start(), 0, m.start(), None))
+                continue
+            for n, c in numbers.items():
+                counts[str(int(n))] += c
+            missing = {str(int(n)) for n in numbers} - set(first)
+            for m in rx.finditer(text, start, end):  # first positions, stopping once all are known
+                if not missing:
+                    break
+                key = str(int(m.group(1)))  # "0" is never missing: it is not a code
+                if key in missing:
+                    missing.discard(key)
+                    first[key] = (m.start(), 0, m.start(), None)
 
     def findings(self) -> list[Finding]:
         """Everything found so far, in order of first appearance."""
@@ -286,15 +332,17 @@ class LogScanner:
 _MERGE_GAP = 4096
 
 
-def _matches(text: str, low, rx: re.Pattern, needles) -> list:
-    """Matches of ``rx`` in the lines of ``text`` that contain a needle (every line if ``low`` is None).
+def _ranges(text: str, low, needles) -> list:
+    """``[(start, end)]`` ranges of ``text`` holding every line that contains a needle.
 
     No pattern matches across a line end and every match contains a needle, so scanning a range
     of lines that includes needle-free lines finds the same matches: nearby candidate lines are
-    merged into one range, which keeps a log dense with candidates at regex speed.
+    merged into one range. Without ``low`` (no lower-cased text), or when candidates are dense,
+    the one range is the whole text.
     """
+    whole = [(0, len(text))]
     if low is None:
-        return list(rx.finditer(text))
+        return whole
     dense = len(text) // _MERGE_GAP  # more candidate lines than this: the ranges would cover everything
     starts = set()
     for needle in needles:
@@ -302,7 +350,7 @@ def _matches(text: str, low, rx: re.Pattern, needles) -> list:
         while i != -1:
             starts.add(text.rfind("\n", 0, i) + 1)
             if len(starts) > dense:
-                return list(rx.finditer(text))
+                return whole
             end = text.find("\n", i)
             if end == -1:
                 break
@@ -315,10 +363,7 @@ def _matches(text: str, low, rx: re.Pattern, needles) -> list:
             ranges[-1][1] = end
         else:
             ranges.append([start, end])
-    out = []
-    for start, end in ranges:
-        out.extend(rx.finditer(text, start, end))
-    return out
+    return ranges
 
 
 def scan_text(text: str) -> list[Finding]:
