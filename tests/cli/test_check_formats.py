@@ -159,3 +159,38 @@ def test_progress_is_quiet_in_pipes_and_forced_with_progress(repo):
     shown = cli(["check", "--progress", "--format", "concise", "."], repo)
     assert "files/s" in shown.stderr and "eta" in shown.stderr
     assert shown.stdout == quiet.stdout  # progress never touches the report
+
+
+def _stderr_on_a_terminal(argv, cwd, ci: bool) -> str:
+    """Run the CLI with stderr on a pseudo-terminal; return what appeared there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_COMPAT_") and k != "CI"}
+    env.update(TERM="xterm-256color", COLUMNS="100", NO_COLOR="1")
+    if ci:
+        env["CI"] = "true"
+    proc = subprocess.Popen([sys.executable, "-m", "ascend_compat", *argv], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(master)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_on_a_terminal_but_not_under_ci(repo):
+    shown = _stderr_on_a_terminal(["check", "--format", "concise", "."], repo, ci=False)
+    assert "files/s" in shown and "eta" in shown
+    assert "files/s" not in _stderr_on_a_terminal(["check", "--format", "concise", "."], repo, ci=True)

@@ -44,7 +44,9 @@ def sandbox(tmp_path_factory) -> Path:
 
 def cli(argv, cwd, stdin_path=None, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_COMPAT_")}
-    env.update({"XDG_CACHE_HOME": str(Path(cwd) / ".cache-home"), "NO_COLOR": "1"}, **(env_extra or {}))
+    env.update({"XDG_CACHE_HOME": str(Path(cwd) / ".cache-home"), "NO_COLOR": "1", "TERM": "xterm-256color"},
+               **(env_extra or {}))
+    env.pop("CI", None)  # these tests set what they want; progress stays off because stderr is a pipe
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     try:
         return subprocess.run([sys.executable, "-m", "ascend_compat", *argv], cwd=cwd, env=env, stdin=stdin,
