@@ -134,5 +134,9 @@ def render_rich(report: dict, console, summary_only: bool = False) -> None:
             value = escape(value)
         grid.add_row(label, value)
     console.print(Panel(grid, title="ascend-compat check", title_align="left", expand=False))
+    reasons = Table.grid(padding=(0, 1, 0, 0))
+    reasons.add_column(no_wrap=True)
+    reasons.add_column(overflow="fold")
     for reason in s["difficulty"]["reasons"]:
-        console.print(f"  - {escape(reason)}")
+        reasons.add_row("  -", escape(reason))
+    console.print(reasons)
