@@ -114,16 +114,16 @@ def test_fail_on_gates_ci():
     assert profile("--simulate", "--fail-on", "high", "planted.py").returncode == 1
 
 
-@pytest.mark.parametrize("args,message", [
-    (("--steps", "0", "planted.py"), "must be at least 1"),
-    (("--warmup", "-1", "planted.py"), "must not be negative"),
-    (("missing.py",), "no such file"),
-    (("-o", "/nonexistent-dir/report.txt", "planted.py"), "directory does not exist"),
-    (("--from-trace", "/nonexistent-trace.json"), "does not exist"),
+@pytest.mark.parametrize("args,message,code", [
+    (("--steps", "0", "planted.py"), "must be at least 1", 2),
+    (("--warmup", "-1", "planted.py"), "must not be negative", 2),
+    (("missing.py",), "no such file", 3),  # input errors: exit 3 (docs/cli.md)
+    (("-o", "/nonexistent-dir/report.txt", "planted.py"), "directory does not exist", 2),
+    (("--from-trace", "/nonexistent-trace.json"), "does not exist", 3),
 ])
-def test_bad_input_is_a_usage_error(args, message):
+def test_bad_input_is_a_usage_or_input_error(args, message, code):
     proc = profile(*args)
-    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == code and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_python_api_with_explicit_steps():

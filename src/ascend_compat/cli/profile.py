@@ -78,20 +78,19 @@ def main(args: argparse.Namespace) -> int:
         from ascend_compat.perf.npu_trace import TraceError, read_trace
         from ascend_compat.perf.rules import analyze
 
+        from ascend_compat.cli._common import INPUT, CliError
+
         try:
             record = read_trace(args.from_trace)
-        except TraceError as exc:
-            print(f"ascend-compat profile: {exc}", file=sys.stderr)
-            return 2
+        except TraceError as exc:  # a missing or unreadable trace: an input error (docs/cli.md)
+            raise CliError(str(exc), INPUT) from None
         return _finish(args, analyze(record, backend="a profiler trace"), 0)
 
     from ascend_compat.cli.audit import _run
-    from ascend_compat.cli.run import _prepare, parse_target
+    from ascend_compat.cli.run import parse_target, prepare_with_progress
 
     target = parse_target(args, prog="profile")
-    if target is None:
-        return 2
-    _prepare(args.simulate)
+    prepare_with_progress(args, args.simulate)
     from ascend_compat.perf.record import StopProfiling, profile
 
     recorder = profile(steps=args.steps, warmup=args.warmup, auto_step=True, stop_after=not args.run_to_end)

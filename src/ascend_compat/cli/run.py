@@ -80,21 +80,21 @@ def _strip_own_frames(exc: BaseException) -> None:
 
 
 def parse_target(args: argparse.Namespace, prog: str = "run"):
-    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped), or None after printing why it is unusable."""
+    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped); CliError (usage / input) if unusable."""
+    from ascend_compat.cli._common import INPUT, USAGE, CliError
+
     target = list(args.target)
     if isinstance(args.module, list):  # `-m MODULE ARGS...` (nargs=REMAINDER): everything after -m
         if not args.module:
-            print(f"ascend-compat {prog}: -m needs a MODULE name", file=sys.stderr)
-            return None
+            raise CliError("-m needs a MODULE name", USAGE)
         args.module, target = args.module[0], list(args.module[1:]) + target
     if target[:1] == ["--"]:
         target = target[1:]
     if args.module is None and not target:
-        print(f"ascend-compat {prog}: give a SCRIPT or -m MODULE to run", file=sys.stderr)
-        return None
-    if args.module is None and not os.path.exists(target[0]):
-        print(f"ascend-compat {prog}: can't open file {target[0]!r}: no such file", file=sys.stderr)
-        return None
+        raise CliError("give a SCRIPT or -m MODULE to run", USAGE)
+    if args.module is None and not os.path.isfile(target[0]):
+        what = "is a directory" if os.path.isdir(target[0]) else "no such file"
+        raise CliError(f"can't open file {target[0]!r}: {what}", INPUT)
     return target
 
 
@@ -121,18 +121,50 @@ def run_target(module, target) -> int:
     except BaseException as exc:  # print like the interpreter would, starting at the user's frame
         _strip_own_frames(exc)
         sys.excepthook(type(exc), exc, exc.__traceback__)
+        _hint_simulate(exc)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     return 0
 
 
+def _hint_simulate(exc: BaseException) -> None:
+    """After torch's "not compiled with CUDA" on a machine with no NPU backend: point at --simulate."""
+    text = str(exc)
+    if ("Torch not compiled with CUDA enabled" in text or "Found no NVIDIA driver" in text) \
+            and "torch_npu" not in sys.modules:
+        from ascend_compat.cli import _console
+
+        _console.message("note", "this machine has no NPU (torch_npu is not installed), so the script ran "
+                                 "unchanged and its CUDA calls failed; to dry-run it on the simulated NPU: "
+                                 "ascend-compat run --simulate SCRIPT", prog="ascend-compat")
+
+
+def prepare_with_progress(args: argparse.Namespace, simulate: bool) -> None:
+    """:func:`_prepare`, with start-up progress on stderr for the simulator (several seconds)."""
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import USAGE, CliError, progress_enabled
+    from ascend_compat.simulator._config import SimConfigError, env_arguments
+
+    if simulate:  # the command line is strict where `import ascend_compat` only warns
+        try:
+            env_arguments(strict=True)
+        except SimConfigError as exc:
+            raise CliError(str(exc), USAGE) from None
+    with _console.steps("starting the simulated NPU", ("importing torch", "installing the simulator"),
+                        simulate and progress_enabled(args)) as step:
+        step("importing torch")
+        if simulate:
+            import torch  # noqa: F401  (the slow part of start-up, shown as its own step)
+        step("installing the simulator")
+        _prepare(simulate)
+
+
 def main(args: argparse.Namespace) -> int:
     target = parse_target(args)
-    if target is None:
-        return 2
     if args.devices is not None:
+        from ascend_compat.cli._common import USAGE, CliError
+
         if not args.simulate:
-            print("ascend-compat run: --devices sets the number of simulated NPUs; add --simulate", file=sys.stderr)
-            return 2
+            raise CliError("--devices sets the number of simulated NPUs; add --simulate", USAGE)
         os.environ["ASCEND_COMPAT_SIM_DEVICES"] = str(args.devices)
-    _prepare(args.simulate)
+    prepare_with_progress(args, args.simulate)
     return run_target(args.module, target)

@@ -27,7 +27,8 @@ NAMES = DROPINS + LIBRARIES
 
 
 def disabled() -> frozenset:
-    """The parts ``ASCEND_COMPAT_DISABLE`` names (``all`` = every one); ValueError on an unknown name."""
+    """The parts ``ASCEND_COMPAT_DISABLE`` names (``all`` = every one); unknown names are ignored
+    with a warning naming the valid ones (a typo must not stop the user's program)."""
     from ascend_compat import _config
 
     asked = _config.disabled_integrations()
@@ -35,10 +36,9 @@ def disabled() -> frozenset:
         return frozenset(NAMES)
     unknown = sorted(asked - set(NAMES))
     if unknown:
-        raise ValueError(
-            f"ASCEND_COMPAT_DISABLE names unknown integration(s) {', '.join(unknown)}; "
-            f"use a comma-separated list of {', '.join(NAMES)}, or all")
-    return frozenset(asked)
+        _config.warn_invalid("ASCEND_COMPAT_DISABLE", ",".join(unknown),
+                             f"expected a comma-separated list of {', '.join(NAMES)}, or all", "these names are ignored")
+    return frozenset(asked) & frozenset(NAMES)
 
 
 def changes() -> list:

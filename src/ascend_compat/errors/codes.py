@@ -142,9 +142,10 @@ def lookup(code: int) -> list[CodeEntry]:
 
 
 def nearest(code: int, n: int = 3) -> list[CodeEntry]:
-    """Up to ``n`` known codes of the same family closest to ``code`` (for codes not in the table)."""
+    """Up to ``n`` known codes closest to ``code`` (for codes not in the table): of the same family,
+    or of any family when the number is in no known range."""
     fam = family_of(code)
-    same = [e for e in all_codes() if e.family == fam and e.code != code]
+    same = [e for e in all_codes() if (fam == "unknown" or e.family == fam) and e.code != code]
     same.sort(key=lambda e: (abs(e.code - code), e.code))
     seen: list[CodeEntry] = []
     for e in same:

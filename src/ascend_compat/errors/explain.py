@@ -104,6 +104,11 @@ def _explain_number(n: int) -> Explained:
     if rows:
         out.title = " / ".join(r.symbol for r in rows)
         out.meaning = rows[0].label or fam_meaning
+    elif fam == "unknown":  # say it once: no table row and no range
+        out.title = "not a known Ascend error code"
+        out.meaning = (f"not in the code table of torch_npu {_codes.table_version()} and in no ACL, runtime, "
+                       "graph-engine, aclnn or HCCL code range; check the number for a typo")
+        out.family_meaning = ""
     _apply(out, key)
     if not out.meaning:
         out.meaning = f"not in the code table of torch_npu {_codes.table_version()}; by its range: {title}"

@@ -173,11 +173,12 @@ def _install_torch_npu_stand_in() -> None:
 def install_from_env() -> SimConfig:
     """Install with arguments from ``ASCEND_COMPAT_SIM_*`` (see ``ascend_compat._config``).
 
-    Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``.
+    Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``. An invalid value is
+    ignored with a warning (its default applies): the environment never stops the program.
     """
     from ascend_compat.simulator._config import env_arguments
 
-    return install(**env_arguments())
+    return install(**env_arguments(strict=False))
 
 
 @contextlib.contextmanager

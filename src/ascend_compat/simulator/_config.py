@@ -150,30 +150,50 @@ def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910
     )
 
 
-def env_arguments() -> dict:
+_ENV_KEYS = (("ASCEND_COMPAT_SIM_DEVICES", "devices"), ("ASCEND_COMPAT_SIM_FLOAT64", "float64"),
+             ("ASCEND_COMPAT_SIM_MEMORY", "memory_capacity"), ("ASCEND_COMPAT_SIM_SOC", "soc"),
+             ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version"),
+             ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads"))
+
+
+def _env_value(var: str, key: str, raw: str):
+    """The ``install()`` value for one variable; SimConfigError (naming the variable) if invalid."""
+    value: object = raw
+    if key == "devices":
+        try:
+            value = int(raw) if var != "LOCAL_WORLD_SIZE" else max(1, int(raw))
+        except ValueError:
+            raise SimConfigError(f"{var} must be an integer, got {raw!r}") from None
+    try:
+        make_config(**{key: value})
+    except SimConfigError as exc:
+        raise SimConfigError(f"{var}={raw!r}: {exc}") from None
+    return value
+
+
+def env_arguments(strict: bool = True) -> dict:
     """``install()`` keyword arguments from the ``ASCEND_COMPAT_SIM_*`` variables.
 
     Under torchrun (``LOCAL_WORLD_SIZE`` set) the default device count is
     ``max(1, LOCAL_WORLD_SIZE)``, as a real node has at least one NPU per local rank.
+    An invalid value raises :class:`SimConfigError` naming the variable; with ``strict=False`` it
+    is left out (the default applies) with one warning instead, so that a typo in the environment
+    never stops the program that imported ascend_compat.
     """
     kwargs: dict = {}
-    raw = os.environ.get("ASCEND_COMPAT_SIM_DEVICES", "").strip()
-    if raw:
+    for var, key in _ENV_KEYS:
+        raw = os.environ.get(var, "").strip()
+        if not raw and key == "devices" and os.environ.get("LOCAL_WORLD_SIZE", "").strip():
+            var, raw = "LOCAL_WORLD_SIZE", os.environ["LOCAL_WORLD_SIZE"].strip()
+        if not raw:
+            continue
         try:
-            kwargs["devices"] = int(raw)
-        except ValueError as exc:
-            raise SimConfigError(f"ASCEND_COMPAT_SIM_DEVICES must be an integer, got {raw!r}") from exc
-    else:
-        lws = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-        if lws:
-            try:
-                kwargs["devices"] = max(1, int(lws))
-            except ValueError as exc:
-                raise SimConfigError(f"LOCAL_WORLD_SIZE must be an integer, got {lws!r}") from exc
-    for var, key in (("ASCEND_COMPAT_SIM_FLOAT64", "float64"), ("ASCEND_COMPAT_SIM_MEMORY", "memory_capacity"),
-                     ("ASCEND_COMPAT_SIM_SOC", "soc"), ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version"),
-                     ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads")):
-        value = os.environ.get(var, "").strip()
-        if value:
-            kwargs[key] = value
+            kwargs[key] = _env_value(var, key, raw)
+        except SimConfigError as exc:
+            if strict:
+                raise
+            problem = str(exc)
+            prefix = f"{var}={raw!r}: "
+            _env.warn_invalid(var, raw, problem[len(prefix):] if problem.startswith(prefix) else problem,
+                              "using the default")
     return kwargs
