@@ -99,19 +99,16 @@ def refresh_policies() -> None:
         os.environ[POLICIES] = _policies()
 
 
-def boot() -> None:
-    """In a child started by a shimmed process: activate when ``torch`` is imported (at once if it is)."""
-    if not os.environ.get(MARK) or _config.flag("ASCEND_COMPAT_NO_INHERIT"):
-        return
-    from ascend_compat.cuda_shim import _import_hooks
+def boot(inherited_policies: str) -> None:
+    """In a child started by a shimmed process, once it has imported torch (``_boot/sitecustomize.py``
+    calls this, with the parent's policies read before anything of ascend-compat was imported:
+    activation exports the child's own): the shim is active now (importing ascend_compat activated
+    it from the inherited environment); apply the parent's policies."""
+    from ascend_compat import cuda_shim
 
-    _import_hooks.watch(["torch"], _activate_child)
-
-
-def _activate_child(_name: str) -> None:
-    import ascend_compat  # noqa: F401 - importing activates the shim from the inherited environment
-
-    _apply_policies(os.environ.get(POLICIES, ""))
+    if cuda_shim.is_active():
+        _apply_policies(inherited_policies)
+        refresh_policies()
 
 
 def _with_boot_dir(pythonpath: Optional[str]) -> str:
@@ -125,20 +122,22 @@ def _simulator_settings() -> Dict[str, str]:
     cfg = simulator.config() if simulator is not None and simulator.is_installed() else None
     if cfg is None:
         return {}
-    from ascend_compat.simulator._config import env_arguments
-
-    from_env = env_arguments()
     out = {}
     for attr, var in _SIM_VARS:
         value = getattr(cfg, attr)
-        if value is None or var in os.environ:
+        if value is None or var in os.environ:  # a variable is inherited as it is (even one it ignored)
             continue
-        if attr == "devices" and from_env.get("devices", 1) == value:
-            continue  # children compute the same count (1, or LOCAL_WORLD_SIZE under torchrun)
-        if attr != "devices" and attr not in from_env and value == _default(attr):
-            continue
+        if value == (_implied_devices() if attr == "devices" else _default(attr)):
+            continue  # children arrive at the same value by themselves
         out[var] = str(value)
     return out
+
+
+def _implied_devices() -> int:
+    """The device count a child computes without ASCEND_COMPAT_SIM_DEVICES: one per local rank under
+    torchrun, else 1."""
+    raw = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    return max(1, int(raw)) if raw.isdigit() else 1
 
 
 def _default(attr: str):
