@@ -1,0 +1,123 @@
+"""float64 on the simulated NPU, as torch_npu does it, plus opt-in reporting modes.
+
+What torch_npu 2.14 does (its ``ToKernelNpu.cpp`` and the shipped ``libtorch_npu.so``):
+
+* float64 and complex128 tensors exist on the device: factories with ``dtype=torch.float64``,
+  ``cpu_double.to("npu")`` and ``x.to("npu", torch.float64)`` give float64 npu tensors, and the
+  aclnn kernels that list DT_DOUBLE compute in float64.
+* ``_to_copy`` of an npu tensor asked for float64 by *dtype alone* (no device, no layout:
+  ``x.double()``, ``x.to(torch.float64)``, ``x.type(torch.float64)``) from another dtype returns
+  **float32** and prints once ``Device do not support double dtype now, dtype cast replace with
+  float.`` (:func:`to_copy_dtype`, :data:`DOWNCAST_MESSAGE`).
+
+Modes (``install(float64=...)`` / ``ASCEND_COMPAT_SIM_FLOAT64``, or ``simulator.policy()``):
+
+* ``"torch_npu"`` (default): exactly the above;
+* ``"warn"``: the same, plus a ``UserWarning`` at every float64/complex128 npu allocation and every
+  downcast (reports each float64 use without failing);
+* ``"strict"``: every float64/complex128 npu allocation and every downcast raises ``TypeError``
+  (for code that must be float64-free on the device);
+* ``"allow"``: float64 everywhere, no downcast (a numerical reference, not the hardware).
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Optional
+
+import torch
+
+MODES = ("torch_npu", "warn", "strict", "allow")
+DEFAULT_MODE = "torch_npu"
+#: torch_npu's one-time message (ToKernelNpu.cpp, TORCH_NPU_WARN_ONCE), verbatim.
+DOWNCAST_MESSAGE = "Device do not support double dtype now, dtype cast replace with float."
+WIDE = (torch.float64, torch.complex128)
+
+_mode = DEFAULT_MODE
+_override: Optional[str] = None
+_downcast_warned = False
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def init(mode: str) -> None:
+    """Set the installed mode (called once by ``install``)."""
+    global _mode
+    _mode = mode
+
+
+def mode() -> str:
+    """The mode in force (a :func:`override` wins over the installed one)."""
+    return _override or _mode
+
+
+@contextlib.contextmanager
+def override(new_mode: str):
+    """Temporarily use another mode (process-wide; meant for tests)."""
+    global _override
+    old = _override
+    _override = new_mode
+    try:
+        yield
+    finally:
+        _override = old
+
+
+def to_copy_dtype(self_dtype: torch.dtype, dtype: Optional[torch.dtype], layout=None, device=None) -> Optional[torch.dtype]:
+    """The dtype torch_npu's ``_to_copy`` really produces for an npu tensor of ``self_dtype``.
+
+    float32 when float64 is asked for by dtype alone (no ``layout``, no ``device``) from another
+    dtype; otherwise ``dtype`` unchanged. Pure: no message, no mode (see :func:`to_copy`).
+    """
+    if dtype is torch.float64 and layout is None and device is None and self_dtype is not torch.float64:
+        return torch.float32
+    return dtype
+
+
+def _report_downcast(self_dtype: torch.dtype) -> None:
+    global _downcast_warned
+    current = mode()
+    if current == "strict":
+        raise TypeError(
+            f"{self_dtype} -> float64 on the NPU: torch_npu returns float32 here ({DOWNCAST_MESSAGE}) "
+            "(the simulator's float64 mode is 'strict'). Keep the tensor float32 on the device, or move "
+            "it to the CPU first (x.cpu().double()).")
+    if current == "warn":
+        warnings.warn(f"{self_dtype} -> float64 on the simulated NPU returns float32, as torch_npu does "
+                      "(float64 mode 'warn')", UserWarning, stacklevel=3)
+    elif not _downcast_warned:
+        _downcast_warned = True
+        warnings.warn(DOWNCAST_MESSAGE, UserWarning, stacklevel=3)
+
+
+def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    """PrivateUse1 kernel of ``aten::_to_copy``: torch_npu's float64 rule, then torch's composite."""
+    if mode() != "allow":
+        new = to_copy_dtype(self.dtype, dtype, layout, device)
+        if new is not dtype:
+            _report_downcast(self.dtype)
+            dtype = new
+    return torch.ops.aten._to_copy.default.redispatch(
+        _CPU_KS, self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
+        non_blocking=non_blocking, memory_format=memory_format)
+
+
+def register(lib: torch.library.Library) -> None:
+    """Register :func:`to_copy` for npu tensors on ``lib`` (an ``aten`` IMPL library)."""
+    lib.impl(torch.ops.aten._to_copy.default, to_copy, "PrivateUse1")
+
+
+def check_allocation(dtype: torch.dtype, numel: int) -> None:
+    """Called by the memory funnel for every float64/complex128 npu allocation: reports it in the
+    ``"warn"`` and ``"strict"`` modes, nothing otherwise."""
+    current = _override or _mode
+    if current == "torch_npu" or current == "allow":
+        return
+    name = "float64" if dtype == torch.float64 else "complex128"
+    if current == "warn":
+        warnings.warn(f"{name} tensor of {numel} element(s) created on the simulated NPU (float64 mode 'warn'; "
+                      "real NPUs allocate it, but many aclnn kernels reject DT_DOUBLE)", UserWarning, stacklevel=4)
+        return
+    raise TypeError(
+        f"{name} tensor created on the NPU while the simulator's float64 mode is 'strict' (every float64 "
+        "use is reported). Convert to float32 before moving to npu (e.g. .float()), or use the default "
+        "mode 'torch_npu' (install(float64='torch_npu') / ASCEND_COMPAT_SIM_FLOAT64=torch_npu).")
