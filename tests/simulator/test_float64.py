@@ -98,7 +98,7 @@ def test_warn_and_allow_modes():
             t = torch.ones(2, device="npu").double() * 2
         assert t.dtype == torch.float64 and t.tolist() == [2.0, 2.0]
     assert torch.ones(2, device="npu").double().dtype == torch.float32  # back to the installed mode
-    with pytest.raises(ValueError, match="float64 mode must be one of"):
+    with pytest.raises(ValueError, match="float64 policy must be one of"):
         with simulator.policy(float64="sometimes"):
             pass
 

@@ -73,7 +73,7 @@ def check_float64(mode: object) -> str:
             "(install(float64=...) or ASCEND_COMPAT_SIM_FLOAT64)")
     if mode not in FLOAT64_MODES:
         raise SimConfigError(
-            f"float64 mode must be one of {', '.join(FLOAT64_MODES)}, got {mode!r} "
+            f"float64 policy must be one of {', '.join(FLOAT64_MODES)}, got {mode!r} "
             "(install(float64=...) or ASCEND_COMPAT_SIM_FLOAT64)"
         )
     return mode  # type: ignore[return-value]
