@@ -127,3 +127,29 @@ def test_strict_mode_reports_every_float64_use():
     """))
     assert "config strict" in out and out.count("rejected True") == 3 and "accepted" not in out
     assert "device='npu:0'" in out
+
+
+def test_ops_torch_npu_refuses_in_float64_raise_its_errors():
+    x = torch.rand(5, dtype=torch.float64, device="npu")
+    # op-plugin's sort.stable kernel refuses float64 itself (TORCH_CHECK + ERR01002)
+    with pytest.raises(RuntimeError, match=r"Input data type should not be float64[\s\S]*ERR01002 OPS invalid type"):
+        torch.sort(x, stable=True)
+    # torch_npu records aclnnMaxDim without DT_DOUBLE: aclnn status 161002 and CANN's EZ1001 text
+    with pytest.raises(RuntimeError, match=r"call aclnnMaxDim failed, error code is 161002[\s\S]*EZ1001"):
+        torch.max(x, dim=0)
+    # the same ops in float32, other float64 ops, and float64 without dim keep working
+    assert torch.sort(x.float(), stable=True)[0].dtype == torch.float32
+    assert torch.sort(x)[0].dtype == torch.float64  # sort.default: a kernel without the check
+    assert torch.max(x).dtype == torch.float64
+    with simulator.policy(float64="allow"):
+        assert torch.max(x, dim=0).values.dtype == torch.float64
+
+
+def test_float64_table_has_provenance_and_the_downcast_message():
+    from ascend_compat import data
+
+    table = data.load_table("float64_ops.json")
+    assert "ToKernelNpu.cpp" in table["_source"] and table["_generated_by"] == "tools/gen_float64_ops.py"
+    assert table["to_copy_downcast"]["message"] == _float64.DOWNCAST_MESSAGE
+    assert "sort.stable" in table["refuses_float64"]
+    assert "max.dim" in table["aclnn_without_double"]["aclnnMaxDim"]["aten"]
