@@ -152,7 +152,8 @@ def main(argv=None) -> int:
         result = run_file(test_dir, test_file, args.timeout, args.pytest_arg)
         table = crosstab(result["outcomes"], index)
         messages = result["messages"]
-        table["messages"] = {n: messages.get(n, "") for n in table["enabled_failed"] + table["disabled_passed"]}
+        table["messages"] = {n: messages.get(n, "") for n, o in sorted(result["outcomes"].items())
+                             if o != "passed" or n in table["disabled_passed"]}
         table["pytest_exit_code"] = result["exit_code"]
         summary["files"][test_file] = table
         for side in total:

@@ -153,3 +153,18 @@ def test_float64_table_has_provenance_and_the_downcast_message():
     assert table["to_copy_downcast"]["message"] == _float64.DOWNCAST_MESSAGE
     assert "sort.stable" in table["refuses_float64"]
     assert "max.dim" in table["aclnn_without_double"]["aclnnMaxDim"]["aten"]
+
+
+def test_conversion_kernel_keeps_torch_semantics():
+    # the npu _to_copy kernel copies host to host: strides, memory format and values as on CPU
+    cpu = torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)
+    x = cpu.to("npu")
+    for conv in (lambda t: t.half(), lambda t: t.to("cpu"), lambda t: t.to(torch.int32),
+                 lambda t: t[:, ::2].float(), lambda t: t.transpose(0, 3).cpu(),
+                 lambda t: t.to(torch.float16, memory_format=torch.contiguous_format)):
+        got, ref = conv(x), conv(cpu)
+        assert got.dtype == ref.dtype and got.shape == ref.shape and got.stride() == ref.stride()
+        torch.testing.assert_close(got.cpu(), ref)
+    z = torch.randn(3, dtype=torch.complex64)
+    assert torch.equal(z.to("npu").conj().cpu(), z.conj())
+    assert x.to("npu").data_ptr() == x.data_ptr()  # no-op conversions stay aliases

@@ -39,6 +39,7 @@ _mode = DEFAULT_MODE
 _override: Optional[str] = None
 _downcast_warned = False
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_redispatch_to_copy = torch.ops.aten._to_copy.default._handle.redispatch_boxed
 
 
 def init(mode: str) -> None:
@@ -64,7 +65,8 @@ def override(new_mode: str):
         _override = old
 
 
-def to_copy_dtype(self_dtype: torch.dtype, dtype: Optional[torch.dtype], layout=None, device=None) -> Optional[torch.dtype]:
+def to_copy_dtype(self_dtype: torch.dtype, dtype: Optional[torch.dtype], layout=None,
+                  device=None) -> Optional[torch.dtype]:
     """The dtype torch_npu's ``_to_copy`` really produces for an npu tensor of ``self_dtype``.
 
     float32 when float64 is asked for by dtype alone (no ``layout``, no ``device``) from another
@@ -91,16 +93,34 @@ def _report_downcast(self_dtype: torch.dtype) -> None:
         warnings.warn(DOWNCAST_MESSAGE, UserWarning, stacklevel=3)
 
 
-def to_copy(self, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
-    """PrivateUse1 kernel of ``aten::_to_copy``: torch_npu's float64 rule, then torch's composite."""
-    if mode() != "allow":
-        new = to_copy_dtype(self.dtype, dtype, layout, device)
+def to_copy(self, **kwargs):
+    """PrivateUse1 kernel of ``aten::_to_copy``: torch_npu's float64 rule, then the copy.
+
+    Runs on every conversion of an npu tensor (``.cpu()``, ``.half()``, ``.to("npu:1")``), so the
+    plain cases copy host to host directly (``_memory``); pinned or non-blocking (a pinned output
+    on torch_npu), non-strided and quantized cases go to torch's composite kernel.
+    """
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    if dtype is torch.float64 and (_override or _mode) != "allow":
+        new = to_copy_dtype(self.dtype, dtype, kwargs.get("layout"), device)
         if new is not dtype:
             _report_downcast(self.dtype)
-            dtype = new
-    return torch.ops.aten._to_copy.default.redispatch(
-        _CPU_KS, self, dtype=dtype, layout=layout, device=device, pin_memory=pin_memory,
-        non_blocking=non_blocking, memory_format=memory_format)
+            kwargs["dtype"] = dtype = new
+    if (kwargs.get("pin_memory") or kwargs.get("non_blocking") or self.is_quantized
+            or kwargs.get("layout") not in (None, torch.strided) or self.layout is not torch.strided):
+        return _redispatch_to_copy(_CPU_KS, self, **kwargs)
+    from ascend_compat.simulator import _memory, _state  # _memory imports this module
+
+    target = device.type if device is not None else "npu"
+    if target not in ("cpu", "npu"):
+        return _redispatch_to_copy(_CPU_KS, self, **kwargs)
+    fmt = kwargs.get("memory_format") or torch.preserve_format
+    out = _memory.host_for(self, False).to(dtype=dtype or self.dtype, memory_format=fmt, copy=True)
+    if target == "cpu":
+        return out
+    index = self.device.index if device is None else _state.check_index(device)
+    return _memory.adopt(out, index)
 
 
 def register(lib: torch.library.Library) -> None:
