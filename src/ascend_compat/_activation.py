@@ -87,11 +87,17 @@ def activate(backend_name: str | None = None) -> bool:
         registry.apply_all([EnvTranslation()])  # before the backend reads its variables
         try:
             _install_backend(choice)
-            cuda_shim.apply(choice)
+            cuda_shim.apply(choice, extra=_ecosystem_changes)
         except BaseException:
             registry.revert_all()
             raise
         return True
+
+
+def _ecosystem_changes() -> list:
+    from ascend_compat import ecosystem
+
+    return ecosystem.changes()
 
 
 def _install_backend(choice: str) -> None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-LOGS = Path(__file__).resolve().parents[1] / "doctor" / "fixtures" / "logs"
+LOGS = Path(__file__).resolve().parents[1] / "errors" / "fixtures" / "logs"
 
 
 def run(*args, stdin=None):

@@ -6,7 +6,8 @@ from _dropin_subproc import ok, run
 _PROBE = """
     import ascend_compat
     from ascend_compat.cuda_shim import registry
-    from ascend_compat.ecosystem import _modules, accelerate_patch, deepspeed_patch, lightning, transformers_patch
+    from ascend_compat.ecosystem.dropins import _finder as _modules
+    from ascend_compat.ecosystem.integrations import accelerate_patch, deepspeed_patch, lightning, transformers_patch
     live = set(map(id, registry.applied() + registry.pending()))
     for name, module in (("transformers", transformers_patch), ("accelerate", accelerate_patch),
                          ("deepspeed", deepspeed_patch), ("lightning", lightning)):

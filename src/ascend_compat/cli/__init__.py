@@ -24,6 +24,7 @@ COMMANDS = {
     "doctor": "doctor",
     "error": "error",
     "audit": "audit",
+    "profile": "profile",
 }
 
 
@@ -32,7 +33,7 @@ def _load(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ascend_compat import __version__
+    from ascend_compat._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="ascend-compat",
@@ -41,12 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ascend-compat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = _load(name)
-        except ModuleNotFoundError as exc:  # a command whose module is not there yet
-            if exc.name != f"{__name__}.{COMMANDS[name]}":
-                raise
-            continue
+        module = _load(name)
         cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(cmd)
         cmd.set_defaults(_module=module)

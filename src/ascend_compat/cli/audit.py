@@ -5,7 +5,7 @@ would run on torch_npu:
 
 * default, on the CPU (no NPU, no simulator): every aten op the script runs in its main thread,
   forward and backward, is recorded and routed against the native-op table of torch_npu ``V``
-  (``ascend_compat.doctor.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
+  (``ascend_compat.coverage.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
   ops called with dtypes Ascend has no kernels for, where each was first called, and known rewrites.
   The script must run on the CPU (device-agnostic code such as
   ``"cuda" if torch.cuda.is_available() else "cpu"`` does);
@@ -93,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         if args.torch_npu_version is not None:
             os.environ["ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"] = args.torch_npu_version
         _prepare(True)
-        from ascend_compat.doctor.fallback import FallbackMonitor
+        from ascend_compat.coverage.fallback import FallbackMonitor
 
         monitor = FallbackMonitor()
         with monitor:
@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             text = f"ascend-compat audit (simulated NPU, torch_npu {version}): " + report.text() + "\n"
     else:
-        from ascend_compat.doctor.audit import OpRecorder
+        from ascend_compat.coverage.audit import OpRecorder
 
         recorder = OpRecorder(version)
         with recorder:

@@ -23,7 +23,7 @@ def _print_json(obj) -> None:
 
 def main(args) -> int:
     """Exit codes: 0 = explained; 1 = a log had nothing recognisable; 2 = bad input."""
-    from ascend_compat.doctor.errors import explain
+    from ascend_compat.errors.explain import explain
 
     if not args.codes and not args.log:
         print("ascend-compat error: give one or more codes (e.g. 507035 EZ9999) or --log FILE", file=sys.stderr)
@@ -36,7 +36,7 @@ def main(args) -> int:
             bad.append(str(exc))
     findings = None
     if args.log:
-        from ascend_compat.doctor.logscan import LogReadError, read_log, scan_text
+        from ascend_compat.errors.logscan import LogReadError, read_log, scan_text
 
         try:
             findings = scan_text(read_log(args.log))

@@ -4,11 +4,15 @@ A :class:`Patch` names its ``target`` as ``"module.path:Attr.path"``, gives the 
 (or, with ``wrap=True``, a function ``make(original) -> replacement``), the ``reason`` and the
 torch / torch_npu versions it ``applies_to`` (``"torch>=2.5; torch_npu>=2.1"``).
 
-:func:`apply_all` applies every patch exactly once (idempotent, thread-safe), then rebinds *stale
+:func:`apply_all` applies the changes it is given, in order and under one lock, then rebinds *stale
 references*: every loaded module that still holds an original object under some name (``from
 torch._utils import _get_available_device_type``) gets the replacement too. :func:`revert_all`
 undoes everything in reverse order and puts back the original objects by identity, including
 attributes that were inherited rather than owned (they are deleted again, not shadowed).
+
+:func:`apply_all` does not look for changes already applied: the callers that may repeat
+themselves guard against that (:func:`ascend_compat.cuda_shim.apply` knows whether the shim is
+active; the library integrations apply through ``ecosystem.integrations._apply.apply_once``).
 
 A patch whose module is not imported yet is applied when that module is imported (an import hook,
 :mod:`ascend_compat.cuda_shim._import_hooks`); nothing is imported eagerly on its behalf.
@@ -233,10 +237,8 @@ class _Versions(dict):
 
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self:
-            try:
-                from importlib.metadata import PackageNotFoundError, version
-            except ImportError:  # pragma: no cover - Python < 3.8
-                return default
+            from importlib.metadata import PackageNotFoundError, version
+
             try:
                 from ascend_compat.backend import version_tuple
 
@@ -319,8 +321,8 @@ def skipped() -> list[tuple[str, str]]:
 def apply_all(changes: Iterable[Change]) -> int:
     """Apply ``changes`` in order (after any already applied); returns how many were applied.
 
-    Idempotence is the caller's job (:func:`ascend_compat.cuda_shim.activate` holds the lock and
-    knows whether it is active); on any exception everything applied so far is reverted.
+    Idempotence is the caller's job (:func:`ascend_compat.cuda_shim.apply` holds the lock and
+    knows whether the shim is active); on any exception everything applied so far is reverted.
     """
     with _LOCK:
         refresh_debug()

@@ -13,7 +13,7 @@ ap.add_argument("--stage", type=int, default=2)
 ap.add_argument("--apply", action="store_true")
 args = ap.parse_args()
 if args.apply:
-    from ascend_compat.ecosystem import deepspeed_patch
+    from ascend_compat.ecosystem.integrations import deepspeed_patch
 
     deepspeed_patch.apply()
 

@@ -21,11 +21,11 @@ LIBRARIES: dict[str, Library] = {
     # attention kernels
     "flash_attn": Library(
         "partial", "FlashAttention CUDA kernels",
-        "ascend_compat.ecosystem.flash_attn (drop-in on torch_npu.npu_fusion_attention: "
+        "ascend_compat.ecosystem.dropins.flash_attn (drop-in on torch_npu.npu_fusion_attention: "
         "flash_attn_func / flash_attn_varlen_func; dropout and window semantics follow the NPU "
         "kernel), or F.scaled_dot_product_attention"),
     "flash_attn_2_cuda": Library("manual", "FlashAttention's compiled CUDA module",
-                                 "use flash_attn's Python API via ascend_compat.ecosystem.flash_attn"),
+                                 "use flash_attn's Python API via ascend_compat.ecosystem.dropins.flash_attn"),
     "flash_attn_interface": Library("manual", "FlashAttention-3 (Hopper only)",
                                     "torch_npu.npu_fusion_attention or F.scaled_dot_product_attention"),
     "flash_attn.ops": Library("manual", "FlashAttention fused ops (layer norm, rotary, xentropy, MLP)",
