@@ -4,7 +4,7 @@
 | --- | --- |
 | ``ASCEND_COMPAT_SIMULATE`` | ``1``: install the simulated NPU when ``ascend_compat`` is imported |
 | ``ASCEND_COMPAT_SIM_DEVICES`` | number of simulated devices (default: 1, or ``LOCAL_WORLD_SIZE`` under torchrun) |
-| ``ASCEND_COMPAT_SIM_FLOAT64`` | simulator float64 policy: ``error`` (default), ``strict``, ``warn``, ``allow`` |
+| ``ASCEND_COMPAT_SIM_FLOAT64`` | simulator float64 mode: ``torch_npu`` (default: as real torch_npu, ``x.double()`` on npu gives float32), ``warn``, ``strict`` (every float64 npu tensor raises), ``allow`` |
 | ``ASCEND_COMPAT_SIM_MEMORY`` | simulated device capacity in bytes (suffixes K, M, G allowed); unset = unlimited |
 | ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
 | ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |

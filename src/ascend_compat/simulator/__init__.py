@@ -42,14 +42,16 @@ def config() -> Optional[SimConfig]:
     return _installed
 
 
-def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None,
+def install(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None,
             autograd_threads="caller") -> SimConfig:
     """Install the simulated NPU in this process and return its configuration.
 
     Args:
         devices: number of simulated NPUs (1..64).
-        float64: "error" (reject float64/complex128 npu tensors except single values, like the hardware),
-            "strict" (reject all), "warn", "allow".
+        float64: "torch_npu" (as real torch_npu: float64/complex128 npu tensors exist, ``x.double()``
+            of an npu tensor returns float32 with torch_npu's one-time message), "warn" (the same,
+            plus a warning at every float64 npu allocation), "strict" (every float64 npu
+            allocation or downcast raises TypeError), "allow" (float64 everywhere, no downcast).
         memory_capacity: per-device capacity in bytes (or "16G"); exceeding it raises
             ``torch.OutOfMemoryError`` worded like torch_npu. None = unlimited.
         soc: the SoC name reported by torch.npu (e.g. "Ascend910B3").
@@ -94,14 +96,15 @@ def _build_module(cfg):
 def _install(cfg: SimConfig) -> None:
     import torch
 
-    from ascend_compat.simulator import (_amp, _autograd, _direct, _dispatch, _fallback, _guard, _memory,
-                                         _patches, _rng, _selftest, _state)
+    from ascend_compat.simulator import (_amp, _autograd, _direct, _dispatch, _fallback, _float64, _guard,
+                                         _memory, _patches, _rng, _selftest, _state)
 
     _selftest.refuse_conflicts()
     _selftest.check_torch()
 
     _state.config = cfg
-    _memory.init(cfg.devices, cfg.memory_capacity, cfg.float64)
+    _memory.init(cfg.devices, cfg.memory_capacity)
+    _float64.init(cfg.float64)
     guard = _guard.choose(cfg.devices)
     _rng.init(cfg.devices)
     _fallback.init(cfg.op_table_version)
@@ -122,6 +125,7 @@ def _install(cfg: SimConfig) -> None:
     _libraries.extend((fallback_lib, aten_lib))
     fallback_lib.fallback(_dispatch.boxed_fallback, "PrivateUse1")
     _direct.register(aten_lib, _fallback.native_set())
+    _float64.register(aten_lib)
     _amp.register(fallback_lib, aten_lib)
     _patches.apply()
     _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
@@ -183,11 +187,11 @@ def install_from_env() -> SimConfig:
 
 @contextlib.contextmanager
 def policy(float64: str):
-    """Temporarily switch the float64 policy (process-wide, not thread-local; for tests)."""
-    from ascend_compat.simulator import _config, _memory
+    """Temporarily switch the float64 mode (process-wide, not thread-local; for tests)."""
+    from ascend_compat.simulator import _config, _float64
 
     _config.check_float64(float64)
     if _installed is None:
         raise RuntimeError("policy() needs the simulated NPU installed (call install() first)")
-    with _memory.override_float64(float64):
+    with _float64.override(float64):
         yield

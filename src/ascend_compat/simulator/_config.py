@@ -12,7 +12,7 @@ from typing import Optional
 
 from ascend_compat import _config as _env
 
-FLOAT64_MODES = ("error", "strict", "warn", "allow")
+FLOAT64_MODES = ("torch_npu", "warn", "strict", "allow")  # see simulator._float64
 AUTOGRAD_THREAD_MODES = ("caller", "device")  # see simulator._autograd
 
 #: SoC names torch_npu knows (torch_npu.npu.get_soc_version names), see the reference notes.
@@ -42,7 +42,7 @@ class SimConfig:
     """
 
     devices: int = 1
-    float64: str = "error"
+    float64: str = "torch_npu"
     memory_capacity: Optional[int] = None
     soc: str = "Ascend910B3"
     torch_npu_version: Optional[str] = None
@@ -65,7 +65,12 @@ def _check_devices(devices: object) -> int:
 
 
 def check_float64(mode: object) -> str:
-    """Return ``mode`` if it is a valid float64 policy, else raise :class:`SimConfigError`."""
+    """Return ``mode`` if it is a valid float64 mode, else raise :class:`SimConfigError`."""
+    if mode == "error":
+        raise SimConfigError(
+            "float64 mode 'error' was removed: it refused float64 npu tensors that real NPUs allocate. "
+            "Use 'strict' to have every float64 use on the device reported, or the default 'torch_npu' "
+            "(install(float64=...) or ASCEND_COMPAT_SIM_FLOAT64)")
     if mode not in FLOAT64_MODES:
         raise SimConfigError(
             f"float64 policy must be one of {', '.join(FLOAT64_MODES)}, got {mode!r} "
@@ -136,7 +141,7 @@ def _resolve_version(version: object) -> Optional[str]:
     return key
 
 
-def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3",
+def make_config(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910B3",
                 torch_npu_version=None, autograd_threads="caller") -> SimConfig:
     """Validate the arguments of ``install()`` and return the resulting :class:`SimConfig`."""
     return SimConfig(

@@ -18,8 +18,8 @@ what it does for a missing CANN install anyway. ``ascend-compat doctor`` reports
 
 It also makes the npu accelerator answer ``is_fp64_supported() -> False`` (it inherits True): ZeRO
 stage 1/2 then accumulates gradient norms in float32, as DeepSpeed does for MPS, instead of float64,
-which Ascend's AI cores do not compute (torch_npu runs it on the AI CPU, slowly; the simulator's
-default float64 policy rejects it like the hardware's vector units).
+which Ascend's AI cores do not compute (float64 kernels are per op and slow where they exist; a
+dtype-only ``.double()`` of an npu tensor even returns float32 in torch_npu).
 
 Stand-in requirements (what DeepSpeed's npu accelerator calls on ``torch.npu``) are all present in
 the simulator; ``torch.npu.npurt()`` (pinned host-memory registration) is optional for DeepSpeed.
