@@ -48,6 +48,7 @@ EXAMPLES = (
     Example("error-code", "ascend-compat error 107002"),
     Example("error-log", "ascend-compat error --log tests/errors/fixtures/logs/cpu_fallback.log", max_lines=12),
     Example("audit", "ascend-compat audit examples/fallback_ops.py"),
+    Example("profile", "ascend-compat profile --simulate examples/slow_step.py", max_lines=24),
 )
 
 _BLOCK = re.compile(r"<!-- example: (?P<name>[\w-]+) -->\n```console\n(?P<body>.*?)```\n<!-- end example -->", re.S)

@@ -106,7 +106,7 @@ def cpu_fallbacks(record: StepRecord) -> List[Finding]:
     for name, events in groups.items():
         base = name.split("::", 1)[-1].split(".")[0]
         advice = REWRITES.get(base, (None,))[0]
-        fix = (advice + "; or route it explicitly, outside the step" if advice else
+        fix = (advice + ", or move it out of the training step" if advice else
                f"torch_npu has no NPU kernel for {name}: replace it with ops that run natively, or move it out "
                "of the training step; `ascend-compat audit` lists alternatives where one is known")
         out.append(Finding("cpu-fallback", "high",

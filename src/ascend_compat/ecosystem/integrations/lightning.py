@@ -266,6 +266,9 @@ def patches() -> list:
         ])
         for connector in (f"{trainer}.{_CONNECTOR}", f"{fabric}.{_FABRIC_CONNECTOR}"):
             _PATCHES.extend([
+                p(f"{connector}._choose_auto_accelerator", _select_auto,
+                  "the connector's own accelerator='auto' choice (Fabric() by default) would pick the CPU",
+                  rebind=False),
                 p(f"{connector}._choose_gpu_accelerator_backend", _gpu_backend,
                   "accelerator='gpu' knows only CUDA and MPS", rebind=False),
                 p(f"{connector}.__init__", _connector_init,
