@@ -30,6 +30,9 @@ EXPECTED = {
     "transformers.pipeline(device='cuda')": "npu",
     "transformers.from_pretrained(device_map='auto')": "['npu:0']",
     "deepspeed.accelerator.get_accelerator()": "npu npu:0",
+    "diffusers.DiffusionPipeline.to('cuda')": "npu:0",
+    "diffusers.DiffusionPipeline.enable_model_cpu_offload()": "npu:0",
+    "peft.get_peft_model(...).to('cuda')": "['npu:0']",
 }
 
 

@@ -164,4 +164,36 @@ def _():
     return f"{acc.device_name()} {acc.current_device_name()}"
 
 
+# ---- diffusers and peft
+def tiny_ddpm():
+    from diffusers import DDPMPipeline, DDPMScheduler, UNet2DModel
+
+    unet = UNet2DModel(sample_size=8, in_channels=3, out_channels=3, layers_per_block=1,
+                       block_out_channels=(8, 16), down_block_types=("DownBlock2D", "DownBlock2D"),
+                       up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=4)
+    return DDPMPipeline(unet=unet, scheduler=DDPMScheduler(num_train_timesteps=2))
+
+
+@probe("diffusers.DiffusionPipeline.to('cuda')")
+def _():
+    pipe = tiny_ddpm().to("cuda")
+    pipe(num_inference_steps=2, output_type="np")
+    return pipe.device
+
+
+@probe("diffusers.DiffusionPipeline.enable_model_cpu_offload()")
+def _():
+    pipe = tiny_ddpm()
+    pipe.enable_model_cpu_offload()
+    pipe(num_inference_steps=2, output_type="np")
+    return pipe._execution_device
+
+
+@probe("peft.get_peft_model(...).to('cuda')")
+def _():
+    from peft import LoraConfig, get_peft_model
+    model = get_peft_model(tiny_bert(), LoraConfig(r=2, target_modules=["query", "value"])).to("cuda")
+    return sorted({str(p.device) for p in model.parameters()})
+
+
 os.write(1, ("RESULT " + json.dumps(results) + "\n").encode())
