@@ -33,6 +33,7 @@ EXPECTED = {
     "diffusers.DiffusionPipeline.to('cuda')": "npu:0",
     "diffusers.DiffusionPipeline.enable_model_cpu_offload()": "npu:0",
     "peft.get_peft_model(...).to('cuda')": "['npu:0']",
+    "trl.SFTTrainer(...).train() (1 step)": "npu:0",
 }
 
 

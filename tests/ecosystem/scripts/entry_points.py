@@ -196,4 +196,21 @@ def _():
     return sorted({str(p.device) for p in model.parameters()})
 
 
+@probe("trl.SFTTrainer(...).train() (1 step)")
+def _():
+    from datasets import Dataset
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from trl import SFTConfig, SFTTrainer
+
+    tok = tiny_tokenizer()
+    tok.eos_token = "[SEP]"
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=16, n_layer=1, n_head=2, n_positions=32))
+    data = Dataset.from_dict({"text": ["a b c d", "b c a", "d d a b"] * 2})
+    args = SFTConfig(output_dir=os.path.join(OUT, "sft"), max_steps=1, per_device_train_batch_size=2,
+                     report_to=[], save_strategy="no", logging_strategy="no", max_length=16)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+    trainer.train()
+    return next(trainer.model.parameters()).device
+
+
 os.write(1, ("RESULT " + json.dumps(results) + "\n").encode())
