@@ -121,9 +121,11 @@ def report_cpu_run(stream=None) -> bool:
     torch = sys.modules.get("torch")
     if not calls or torch is None or _in_dataloader_worker(torch) or _npu_was_used(torch):
         return False
-    print(f"ascend-compat: this run made {calls} CUDA call(s) but never allocated memory on the NPU: it ran on "
-          "the CPU. Check which device the script or its library chose (ASCEND_COMPAT_LOG_LEVEL=DEBUG logs "
-          "every translated call).", file=stream or sys.stderr)
+    first = registry.first_hit()
+    where = f" (the first, {first[0]}, at {first[1][0]}:{first[1][1]})" if first else ""
+    print(f"ascend-compat: this run made {calls} CUDA call(s){where} but never allocated memory on the NPU: it "
+          "ran on the CPU. Check which device the script or its library chose (ASCEND_COMPAT_LOG_LEVEL=DEBUG "
+          "logs every translated call).", file=stream or sys.stderr)
     return True
 
 

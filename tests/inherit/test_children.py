@@ -149,5 +149,6 @@ def test_cpu_run_is_reported_at_exit(tmp_path):
     proc = cli("run", "--simulate", str(script))
     assert proc.returncode == 0
     assert proc.stderr.count("never allocated memory on the NPU: it ran on the CPU") == 1
+    assert f"the first, torch.cuda.is_available, at {script}:2" in proc.stderr
     quiet = cli("run", "--simulate", "child.py")
     assert "never allocated" not in quiet.stderr

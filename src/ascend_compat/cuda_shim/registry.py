@@ -55,6 +55,7 @@ _PENDING: dict[str, list["Patch"]] = {}  # module name -> patches waiting for it
 _REBOUND: list[tuple[dict, str, Any, Any]] = []  # (module dict, name, original, replacement)
 _MODULES_AT_APPLY: set = set()  # sys.modules keys when the first change was applied
 _COUNTS: collections.Counter = collections.Counter()
+_FIRST: list = []  # [(key, (file, line))] of the first translation
 _SITES_SEEN: set = set()
 _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 _PKG_DIR = os.path.dirname(_SHIM_DIR)
@@ -267,7 +268,10 @@ def refresh_debug() -> bool:
 
 
 def hit(key: str, detail: str = "") -> None:
-    """Count one translation under ``key``; at DEBUG, log it once per user call site."""
+    """Count one translation under ``key``; at DEBUG, log it once per user call site. The first
+    translation's key and call site are kept (:func:`first_hit`)."""
+    if not _COUNTS:
+        _FIRST[:] = [(key, _user_site())]
     _COUNTS[key] += 1
     if _DEBUG:
         site = _user_site()
@@ -286,6 +290,11 @@ def _user_site() -> tuple[str, int]:
     return "?", 0
 
 
+def first_hit() -> tuple[str, tuple[str, int]] | None:
+    """``(key, (file, line))`` of the first translation since the counters were last reset."""
+    return _FIRST[0] if _FIRST else None
+
+
 def counters() -> dict[str, int]:
     """Translation counts so far, by key (copy)."""
     return dict(_COUNTS)
@@ -293,6 +302,7 @@ def counters() -> dict[str, int]:
 
 def reset_counters() -> None:
     _COUNTS.clear()
+    _FIRST.clear()
     _SITES_SEEN.clear()
 
 
