@@ -19,8 +19,9 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
+from ascend_compat.coverage._context import ModuleStack
 from ascend_compat.perf.events import OpEvent, StepRecord
 
 __all__ = ["profile", "Recorder", "StopProfiling"]
@@ -71,8 +72,7 @@ class Recorder:
         self._step_start = 0
         self._mode = None
         self._handles: List[Any] = []
-        self._modules: List[str] = []
-        self._names: Dict[int, str] = {}
+        self._modules = ModuleStack()
         self._in_optimizer = 0
         self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
         self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
@@ -125,6 +125,7 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self._modules.remove()
         if self._str_original is not None:
             import torch._tensor_str
 
@@ -157,11 +158,9 @@ class Recorder:
 
     # ------------------------------------------------------------------ hooks
     def _install_hooks(self, torch) -> None:
-        from torch.nn.modules import module as nn_module
         from torch.optim import optimizer as optim_module
 
-        self._handles.append(nn_module.register_module_forward_pre_hook(self._enter_module))
-        self._handles.append(nn_module.register_module_forward_hook(self._leave_module))
+        self._modules.install()
         self._handles.append(optim_module.register_optimizer_step_pre_hook(self._optimizer_pre))
         self._handles.append(optim_module.register_optimizer_step_post_hook(self._optimizer_post))
         import torch._tensor_str
@@ -176,19 +175,6 @@ class Recorder:
 
         self._str_original = original
         torch._tensor_str._str = _str
-
-    def _enter_module(self, module, args) -> None:
-        if threading.get_ident() != self._thread:
-            return
-        if not self._modules:
-            root = type(module).__name__
-            for name, sub in module.named_modules():
-                self._names[id(sub)] = f"{root}.{name}" if name else root
-        self._modules.append(self._names.get(id(module), type(module).__name__))
-
-    def _leave_module(self, module, args, output) -> None:
-        if threading.get_ident() == self._thread and self._modules:
-            self._modules.pop()
 
     def _optimizer_pre(self, optimizer, args, kwargs) -> None:
         self._in_optimizer += 1
@@ -215,7 +201,7 @@ class Recorder:
                           tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns()))
 
     def _module(self) -> str:
-        return self._modules[-1] if self._modules else ""
+        return self._modules.current()
 
 
 def _device_name() -> str:
