@@ -93,6 +93,7 @@ def activate(backend_name: str | None = None) -> bool:
             raise
         _inherit.export(choice)
         _watch_for_a_cpu_run()
+        _route_ops_to_cpu()
         return True
 
 
@@ -145,6 +146,21 @@ def _npu_was_used(torch) -> bool:
     return False
 
 
+def _route_ops_to_cpu() -> None:
+    """``ASCEND_COMPAT_CPU_OPS``: the named ops run on the CPU (a bad name warns, never stops the program)."""
+    import os
+
+    if not os.environ.get("ASCEND_COMPAT_CPU_OPS", "").strip():
+        return
+    from ascend_compat.accuracy import cpu_ops
+
+    try:
+        cpu_ops.apply_from_env()
+    except ValueError as exc:
+        _config.warn_invalid("ASCEND_COMPAT_CPU_OPS", os.environ["ASCEND_COMPAT_CPU_OPS"], str(exc),
+                             "no op routed to the CPU")
+
+
 def _ecosystem_changes() -> list:
     from ascend_compat import ecosystem
 
@@ -169,4 +185,7 @@ def deactivate() -> int:
 
     with _LOCK:
         _inherit.withdraw()
+        accuracy = sys.modules.get("ascend_compat.accuracy.cpu_ops")
+        if accuracy is not None:
+            accuracy.reset()
         return cuda_shim.revert()

@@ -25,6 +25,7 @@ COMMANDS = {
     "error": "error",
     "audit": "audit",
     "profile": "profile",
+    "compare": "compare",
 }
 
 

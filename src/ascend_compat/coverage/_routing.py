@@ -56,6 +56,21 @@ def dispatcher_predicate() -> Callable[[object], bool]:
                                              else ""), "PrivateUse1")
 
 
+#: ``aten::name.overload`` of the ops routed to the CPU at run time (``ascend_compat.accuracy.cpu_ops``
+#: keeps it): they count as CPU fallbacks whatever kernel the NPU has
+ROUTED_TO_CPU: set = set()
+
+
+def note_routed(name: str) -> None:
+    """Called by a routed op's kernel on every call: the simulator's fallback listeners hear of it
+    (``FallbackMonitor``'s events method); the dispatch method judges it by :data:`ROUTED_TO_CPU`."""
+    simulator = sys.modules.get("ascend_compat.simulator")
+    if simulator is not None and simulator.is_installed():
+        from ascend_compat.simulator import events
+
+        events.notify(name)
+
+
 class Router:
     """Caches the route of each OpOverload: ``(kind, composite DispatchKey or None)``."""
 
@@ -64,6 +79,8 @@ class Router:
         self._cache: Dict[object, Tuple[str, Optional[object]]] = {}
 
     def route(self, op) -> Tuple[str, Optional[object]]:
+        if ROUTED_TO_CPU and qualified(op) in ROUTED_TO_CPU:
+            return FALLBACK, None
         found = self._cache.get(op)
         if found is None:
             found = self._cache[op] = self._route(op)
@@ -113,11 +130,10 @@ def _skip_dirs() -> Tuple[str, ...]:
     import torch
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ascend_compat/
-    dirs = {os.path.dirname(torch.__file__), package}
-    paths = sysconfig.get_paths()
-    for key in ("stdlib", "platstdlib"):
-        if paths.get(key):
-            dirs.add(paths[key])
+    # the standard library where it really is: in a virtual environment sysconfig's "stdlib" is the
+    # environment's lib/pythonX.Y, which holds site-packages and so every library
+    dirs = {os.path.dirname(torch.__file__), package, os.path.dirname(os.__file__),
+            os.path.dirname(sysconfig.__file__)}
     return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
 
 

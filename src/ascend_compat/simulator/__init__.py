@@ -10,6 +10,8 @@ Public API: :func:`install`, :func:`is_installed`, :func:`install_from_env`, :fu
 """
 from __future__ import annotations
 
+import os
+
 import contextlib
 import threading
 from typing import Optional
@@ -180,9 +182,25 @@ def install_from_env() -> SimConfig:
     Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``. An invalid value is
     ignored with a warning (its default applies): the environment never stops the program.
     """
+    from ascend_compat import _config as _env
+    from ascend_compat.simulator import faults
     from ascend_compat.simulator._config import env_arguments
 
-    return install(**env_arguments(strict=False))
+    cfg = install(**env_arguments(strict=False))
+    from ascend_compat.simulator import numerics
+
+    try:
+        numerics.install_from_env()
+    except ValueError as exc:
+        _env.warn_invalid("ASCEND_COMPAT_SIM_NUMERICS", os.environ.get("ASCEND_COMPAT_SIM_NUMERICS", ""), str(exc),
+                          "exact float32")
+    if not faults.active():
+        try:
+            faults.install_from_env()
+        except faults.FaultError as exc:
+            _env.warn_invalid("ASCEND_COMPAT_SIM_FAULTS", os.environ.get("ASCEND_COMPAT_SIM_FAULTS", ""), str(exc),
+                              "no fault injected")
+    return cfg
 
 
 @contextlib.contextmanager
