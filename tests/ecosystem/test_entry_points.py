@@ -57,3 +57,26 @@ def test_matrix_is_complete(matrix):
     results, proc = matrix
     assert set(results) == set(EXPECTED)
     assert "never allocated memory on the NPU" not in proc.stderr
+
+
+def _timm_importable() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("timm") is None or importlib.util.find_spec("torchvision") is None:
+        return False
+    probe = subprocess.run([sys.executable, "-c", "import torchvision"], capture_output=True, env=clean_env())
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _timm_importable(),
+                    reason="needs timm and a torchvision that imports beside this torch (torch 2.14.1 + "
+                           "torchvision 0.29.1 here; none exists for torch 2.13.0)")
+def test_timm_prefetcher_and_amp(tmp_path):
+    script = SCRIPT.with_name("timm_train.py")
+    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "run", "--simulate", str(script)],
+                          capture_output=True, text=True, timeout=600, env=clean_env(), cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    result = json.loads(line[len("RESULT "):])
+    assert result["param"] == "npu:0"
+    assert result["batches"] == [["npu:0", "torch.bfloat16"]] * 2
