@@ -72,6 +72,13 @@ def enable() -> None:
 
     if not simulator.is_installed():
         raise RuntimeError("NPU numerics need the simulated NPU installed")
+    register()
+
+
+def register() -> None:
+    """:func:`enable` without the installed check (the simulator's own install calls it)."""
+    import torch
+
     if _LIBS:
         return
     lib = torch.library.Library("aten", "IMPL")
