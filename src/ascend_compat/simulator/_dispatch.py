@@ -2,7 +2,7 @@
 
 Per call (the per-op facts are computed once into a :class:`Plan` cached on the OpOverload):
 
-1. special ops (``_special_ops.TABLE``) run their own function;
+1. special ops (``SPECIAL``, filled by ``_special_ops``) run their own function;
 2. view ops (every return a non-writing alias), ops tagged ``inplace_view`` and ``set_`` are
    redispatched to the CPU kernel *on the device tensors themselves*: those kernels only touch
    metadata, so the result is a true view of the device storage with a shared version counter
@@ -114,13 +114,16 @@ class Plan:
         self.fast_lists = self.lists and self.fallback is None
 
 
-def special_kernel(op):
-    """The ``_special_ops.TABLE`` function for ``op`` (its overload's entry first), or None."""
-    from ascend_compat.simulator import _special_ops
+#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled by ``_special_ops`` when it
+#: loads (it builds on this module, so this module never imports it)
+SPECIAL: dict = {}
 
+
+def special_kernel(op):
+    """The ``SPECIAL`` function for ``op`` (its overload's entry first), or None."""
     schema = op._schema
     name = schema.name
-    table = _special_ops.TABLE
+    table = SPECIAL
     return (table.get(f"{name}.{schema.overload_name}") if schema.overload_name else None) or table.get(name)
 
 
