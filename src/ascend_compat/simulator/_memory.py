@@ -9,7 +9,7 @@ mode's report (``wide_allocation_check``, set by ``_float64``), the capacity che
 there. Accounting uses a weakref callback on the *host* tensor exported into the capsule: torch keeps that tensor's Python object alive (PyObject
 preservation) for as long as the capsule's owner, the device storage, lives, so the callback fires
 exactly when the last device view dies. A storage deleter written with ctypes would run Python while
-C++ may be unwinding an exception; weakref callbacks are safe then (pitfall 6).
+C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulator_pitfalls.md, pitfall 6).
 
 Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
 Nothing is cached, so "reserved" equals "allocated".

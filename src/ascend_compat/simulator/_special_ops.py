@@ -4,7 +4,7 @@
 * copies (``copy_``, ``_copy_from``, ``_copy_from_and_resize``): between host aliases (lazy
   conjugate/negative bits kept), which covers cpu<->npu and npu:i<->npu:j;
 * ``resize_``: DLPack storage cannot grow, so growing allocates new device storage and re-points
-  the tensor with ``set_`` (pitfall 4);
+  the tensor with ``set_`` (docs/simulator_pitfalls.md, pitfall 4);
 * ``record_stream``: execution is synchronous, nothing to record;
 * ``_efficientzerotensor``: materialised zeros (CPU's ZeroTensor has no memory to alias);
 * ``_has_compatible_shallow_copy_type``: True between npu and CPU dense tensors as torch_npu
