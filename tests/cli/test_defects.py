@@ -1,4 +1,4 @@
-"""Regression tests for the measured defects of issue 14 (each names what used to happen)."""
+"""Regression tests for measured defects of the command line (each names what used to happen)."""
 from __future__ import annotations
 
 import codecs
