@@ -14,9 +14,15 @@ def _default_mode() -> int:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, mode: Optional[int] = None) -> None:
-    """Write ``text`` (UTF-8, newlines untouched) to ``path`` so that readers see the old file or the new one.
+    """Write ``text`` (UTF-8, newlines untouched) to ``path`` so that readers see the old file or the
+    new one (see :func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode("utf-8"), mode)
 
-    The text goes to a temporary file in the same directory, which then replaces ``path``. The
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes, mode: Optional[int] = None) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one.
+
+    The data goes to a temporary file in the same directory, which then replaces ``path``. The
     file keeps ``mode`` if given, else the existing file's permissions, else the usual
     permissions of a new file (0666 less the umask). On any error the temporary file is removed
     and the original is untouched.
@@ -30,8 +36,8 @@ def write_text_atomic(path: str | os.PathLike, text: str, mode: Optional[int] = 
             mode = _default_mode()
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

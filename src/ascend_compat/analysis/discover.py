@@ -11,6 +11,7 @@ never stops on such errors.
 from __future__ import annotations
 
 import os
+import stat
 import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple
@@ -139,6 +140,10 @@ def _read_gitignore(directory: str) -> Optional[List[str]]:
         return None
 
 
+#: why a FIFO, socket or device named like a source file is skipped (reading one would block or never end)
+NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
+
+
 def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: bool = True
              ) -> Tuple[List[Target], List[Tuple[str, str, str]]]:
     """Targets to analyse and problems met: ``(path, error_kind, message)`` per unusable path."""
@@ -153,6 +158,9 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
             problems.append((root, "unreadable", "broken symbolic link"))
             continue
         if not os.path.isdir(root):
+            if not stat.S_ISREG(os.stat(root).st_mode):
+                problems.append((root, "unreadable", NOT_REGULAR))
+                continue
             real = os.path.realpath(root)
             if real not in seen_files:
                 seen_files.add(real)
@@ -212,6 +220,13 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
                 continue
             kind = kind_of(e.name)
             if kind is None or rules.ignored(path, False):
+                continue
+            try:
+                regular = e.is_file()  # follows symlinks; False for FIFOs, sockets, devices
+            except OSError:
+                regular = False
+            if not regular:
+                problems.append((path, "unreadable", NOT_REGULAR))
                 continue
             real = os.path.realpath(path)
             if real in seen_files:

@@ -46,23 +46,17 @@ def _targets(args):
 
 
 def _migrate(args, targets, migrate_paths):
-    """Outcomes, one call per file (for progress) except --output, which needs the trees at once."""
+    """Outcomes of one call over all the paths (so the given roots bound symlinks and every path
+    problem is reported), with per-file progress."""
     from ascend_compat.cli import _console
     from ascend_compat.cli._common import progress_enabled
 
-    kw = dict(write=args.write, exclude=args.exclude, annotate=args.annotate,
-              torch_npu_version=args.torch_npu_version, use_gitignore=not args.no_gitignore)
-    on = progress_enabled(args)
-    if args.output:
-        with _console.progress("migrating", "files", on):
-            return migrate_paths(args.paths, output_dir=args.output, **kw)
-    files = [t.path for t in targets if t.kind in ("python", "notebook")]
-    outcomes = []
-    with _console.progress("migrating", "files", on and len(files) > 1, total=len(files)) as update:
-        for i, path in enumerate(files):
-            outcomes.extend(migrate_paths([path], **kw))
-            update(i + 1)
-    return outcomes
+    files = [t for t in targets if t.kind in ("python", "notebook")]
+    with _console.progress("migrating", "files", progress_enabled(args) and len(files) > 1,
+                           total=len(targets)) as update:
+        return migrate_paths(args.paths, write=args.write, output_dir=args.output, exclude=args.exclude,
+                             annotate=args.annotate, torch_npu_version=args.torch_npu_version,
+                             use_gitignore=not args.no_gitignore, progress=lambda done, total: update(done))
 
 
 _DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
@@ -107,13 +101,15 @@ def main(args) -> int:
             out.flush()
     changed = [o for o in outcomes if o.changed]
     errors = [o for o in outcomes if o.error]
-    remaining = [(o.path, f) for o in outcomes for f in o.remaining if f.handling != "auto"]
+    # the findings' lines are those of the migrated text: name the file that has them
+    remaining = [(o.written_to or o.path, f) for o in outcomes for f in o.remaining if f.handling != "auto"]
     err = sys.stderr
     n_changes = sum(len(o.changes) for o in outcomes)
     verb = "rewrote" if args.write else ("wrote a migrated copy to " + args.output + ":" if args.output else "would change")
     err.write(f"ascend-compat migrate: {verb} {len(changed)} file(s), {n_changes} change(s)\n")
     if remaining:
-        err.write(f"not rewritten, needs attention ({len(remaining)}):\n")
+        lines_of = "" if (args.write or args.output) else "; line numbers after migration"
+        err.write(f"not rewritten, needs attention ({len(remaining)}{lines_of}):\n")
         for path, f in remaining:
             where = (f"cell {f.cell} " if f.cell is not None else "") + f"{f.line}"
             err.write(f"  {path}:{where}: [{f.rule}] {f.handling}: {f.suggestion}\n")

@@ -3,26 +3,35 @@
 * dry run (default): nothing is written; a unified diff is produced;
 * ``write``: each changed file is replaced atomically (temporary file in the same directory, then
   ``os.replace``; the file mode is kept), so a file is either the old or the new version;
-* ``output_dir``: a migrated copy of each input tree is written under DIR (unchanged files are
-  copied too); nothing is written outside DIR, and DIR may not lie inside an input tree (unless
-  excluded there), so a second run never reads its own output.
+* ``output_dir``: a migrated copy is written under DIR (a new or empty directory), reproducing the
+  tree relative to the common parent of the given paths; every other file of the given directories
+  is copied too, so the copy runs. Nothing is written outside DIR, and DIR may not lie inside an
+  input tree (unless excluded there), so a second run never reads its own output.
 
-Files that cannot be read, decoded or parsed are left untouched and reported. Notebooks are
-rewritten cell by cell; outputs and metadata are kept.
+A rewrite keeps the file's encoding (PEP 263 cookie), UTF-8 BOM and CRLF line endings, and is made
+only when libcst reproduces the file byte for byte. Files that cannot be read, decoded or parsed, or
+are not regular files, or are larger than :data:`MAX_BYTES`, are left untouched and reported; with
+``write``, a symbolic link is never replaced (the file it points to is rewritten when it lies inside
+the given paths) and nothing is written outside the given paths.
+Notebooks are rewritten cell by cell; outputs and metadata are kept.
 """
 from __future__ import annotations
 
+import codecs
 import difflib
+import io
 import json
 import os
+import re
 import shutil
 import stat
+import tokenize
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.migrate.transform import Change, MigrateError, migrate_source
-from ascend_compat._files import write_text_atomic
+from ascend_compat._files import write_bytes_atomic
 
 
 class MigrateUsageError(Exception):
@@ -40,22 +49,79 @@ class FileOutcome:
     written_to: Optional[str] = None
 
 
-def _read_text(path: str) -> str:
-    from ascend_compat.analysis.scan import _decode
+#: files larger than this are skipped with a message (libcst needs ~200 bytes of memory per byte)
+MAX_BYTES = 4 << 20
 
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """How a file's text is stored, so a rewrite is written back the same way."""
+
+    encoding: str = "utf-8"
+    bom: bool = False
+    crlf: bool = False  # every line ends in \r\n
+
+    def encode(self, text: str) -> bytes:
+        if self.crlf:
+            text = re.sub(r"(?<!\r)\n", "\r\n", text)
+        try:
+            data = text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            raise MigrateError(f"the rewrite needs characters {self.encoding} cannot hold ({exc.reason}); "
+                               "left untouched") from None
+        return (codecs.BOM_UTF8 + data) if self.bom else data
+
+
+def _read_source(path: str, kind: str):
+    """(text, :class:`SourceFormat`) of a regular file; MigrateError for anything that is not one
+    (FIFO, device), is too large, binary or undecodable."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise MigrateError("not a regular file (a FIFO, socket or device): skipped")
+    if st.st_size > MAX_BYTES:
+        raise MigrateError(f"larger than {MAX_BYTES >> 20} MB ({st.st_size >> 20} MB): skipped")
     with open(path, "rb") as fh:
         data = fh.read()
     if b"\x00" in data:
         raise MigrateError("binary file (NUL bytes)")
+    bom = data.startswith(codecs.BOM_UTF8)
+    body = data[3:] if bom else data
+    encoding = "utf-8"
+    if kind == "python":
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:
+            raise MigrateError(f"cannot decode: {exc}") from None
+        encoding = "utf-8" if encoding == "utf-8-sig" else encoding
     try:
-        return _decode(data)
+        text = body.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
-        raise MigrateError(f"cannot decode: {exc}") from None
+        raise MigrateError(f"cannot decode as {encoding}: {exc}") from None
+    crlf = "\r\n" in text and not re.search(r"(?<!\r)\n", text)
+    return text, SourceFormat(encoding, bom, crlf)
+
+
+def _check_round_trip(text: str) -> None:
+    """libcst must reproduce the file byte for byte, or a rewrite could change what it did not touch."""
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise MigrateError(f"does not parse: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise MigrateError("nested too deeply to parse") from None
+    if module.code != text:
+        line = next((i for i, (a, b) in enumerate(zip(module.code.splitlines(), text.splitlines()), 1) if a != b),
+                    min(len(module.code.splitlines()), len(text.splitlines())) + 1)
+        raise MigrateError(f"libcst does not reproduce this file exactly (from line {line}); left untouched "
+                           "so nothing else in it can change")
 
 
 def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     """(new text, changes, remaining findings) for a Python file or a notebook's JSON text."""
     if kind != "notebook":
+        _check_round_trip(text)
         r = migrate_source(text, path, version, annotate)
         return r.code, r.changes, r.remaining
     from ascend_compat.analysis.scan import cell_source, sanitize_cell
@@ -64,6 +130,8 @@ def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
         nb = json.loads(text)
     except ValueError as exc:
         raise MigrateError(f"not valid notebook JSON: {exc}") from None
+    except RecursionError:
+        raise MigrateError("notebook JSON nested too deeply") from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise MigrateError("not a Jupyter notebook (no 'cells' list)")
@@ -73,11 +141,18 @@ def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     for idx, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
+        raw = cell.get("source", "")
+        if not (isinstance(raw, str) or (isinstance(raw, list) and all(isinstance(x, str) for x in raw))):
+            remaining.append(Finding(path, 1, 1, 1, 1, "cuda-method", "device", "manual",
+                                     f"cell {idx} not migrated: its source is not text", "fix the notebook",
+                                     cell=idx))
+            continue
         src = cell_source(cell)
         code = sanitize_cell(src)
         if code is None or code != src:
             continue  # cells with IPython magics are listed, not rewritten (the magic lines are not Python)
         try:
+            _check_round_trip(src)
             r = migrate_source(src, path, version, annotate, cell=idx)
         except MigrateError as exc:
             remaining.append(Finding(path, 1, 1, 1, 1, "cuda-method", "device", "manual",
@@ -112,68 +187,133 @@ def _inside(child: str, parent: str) -> bool:
 
 def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optional[str] = None,
                   exclude: Sequence[str] = (), annotate: bool = False, torch_npu_version=None,
-                  use_gitignore: bool = True) -> List[FileOutcome]:
-    """Migrate Python files and notebooks under ``paths`` (see the module docstring for modes)."""
+                  use_gitignore: bool = True, progress=None) -> List[FileOutcome]:
+    """Migrate Python files and notebooks under ``paths`` (see the module docstring for modes);
+    ``progress(done, total)`` is called after each file."""
     from ascend_compat.analysis.discover import discover
 
     if write and output_dir:
         raise MigrateUsageError("--write and --output are exclusive")
-    roots = [p for p in paths if os.path.isdir(p)]
     if output_dir:
-        for root in paths:
-            if _inside(output_dir, root) and os.path.isdir(root):
-                rel = os.path.relpath(os.path.realpath(output_dir), os.path.realpath(root))
-                from ascend_compat.analysis.discover import IgnoreRules
-                rules = IgnoreRules().extended(root, exclude)
-                if not rules.ignored(os.path.join(root, rel), True):
-                    raise MigrateUsageError(
-                        f"output directory {output_dir} is inside the input {root}; choose a directory "
-                        f"outside it or exclude it with --exclude {rel}/")
+        _check_output_dir(paths, output_dir, exclude)
+    anchor = _anchor(paths)
+    real_roots = [os.path.realpath(p) for p in paths if os.path.exists(p)]
     targets, problems = discover(paths, exclude, use_gitignore)
     outcomes: List[FileOutcome] = []
     for path, kind, msg in problems:
         outcomes.append(FileOutcome(path, error=f"{kind}: {msg}"))
-    for t in targets:
+    done = set()
+    for number, t in enumerate(targets, 1):
+        if progress is not None:
+            progress(number - 1, len(targets))
         out = FileOutcome(t.path)
         outcomes.append(out)
-        dest = None
-        if output_dir:
-            root = next((r for r in roots if _inside(t.path, r)), None)
-            rel = os.path.relpath(t.path, root) if root else os.path.basename(t.path)
-            base = os.path.basename(os.path.normpath(root)) if root else ""
-            dest = os.path.normpath(os.path.join(output_dir, base, rel))
-            if not _inside(dest, output_dir):
-                out.error = f"refusing to write outside {output_dir}: {dest}"
-                continue
+        dest = os.path.join(output_dir, os.path.relpath(os.path.abspath(t.path), anchor)) if output_dir else None
         if t.kind not in ("python", "notebook"):
             if dest:
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.copy2(t.path, dest)
-                out.written_to = dest
+                _copy(t.path, dest, out, done)
+            continue
+        # writes go to the file itself, never through a link out of the given paths; a symlink to
+        # a file inside them stays a symlink (its target is rewritten, once)
+        target = os.path.realpath(t.path) if write else t.path
+        if write and not any(_inside(target, root) for root in real_roots):
+            out.error = "reached through a symbolic link out of the given paths: left untouched"
             continue
         try:
-            text = _read_text(t.path)
+            text, fmt = _read_source(t.path, t.kind)
             new, changes, remaining = migrate_text(t.path, text, t.kind, torch_npu_version, annotate)
+            data = fmt.encode(new) if new != text else None
         except (OSError, MigrateError) as exc:
             out.error = str(exc) if isinstance(exc, MigrateError) else f"cannot read: {exc.strerror or exc}"
             if dest:  # the copy must be complete: unmigratable files are copied unchanged
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.copy2(t.path, dest)
-                out.written_to = dest
+                _copy(t.path, dest, out, done)
             continue
         out.changes, out.remaining = changes, remaining
-        out.changed = new != text
+        out.changed = data is not None
         if out.changed:
             out.diff = unified_diff(text, new, t.path)
-        mode = os.stat(t.path).st_mode
+        mode = stat.S_IMODE(os.stat(t.path).st_mode)
         if write and out.changed:
-            write_text_atomic(t.path, new, stat.S_IMODE(mode))
+            write_bytes_atomic(target, data, mode)
             out.written_to = t.path
         elif dest:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
-            write_text_atomic(dest, new, stat.S_IMODE(mode))
-            out.written_to = dest
+            if data is None:
+                _copy(t.path, dest, out, done)
+            else:
+                write_bytes_atomic(dest, data, mode)
+                out.written_to = dest
+                done.add(os.path.abspath(t.path))
+    if output_dir:
+        _copy_the_rest(paths, anchor, output_dir, done, exclude)
+    if progress is not None:
+        progress(len(targets), len(targets))
     return outcomes
+
+
+def _anchor(paths: Sequence[str]) -> str:
+    """The directory the relative tree of ``--output`` starts from: the common parent of the paths
+    given, so that a given directory keeps its name in the copy (``proj`` -> ``OUT/proj/...``) and
+    files keep their relative places (``a/main.py b/main.py`` -> ``OUT/a/main.py``, ``OUT/b/main.py``)."""
+    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    common = os.path.commonpath(absolute)
+    if common in absolute or not os.path.isdir(common):
+        return os.path.dirname(common)
+    return common
+
+
+def _check_output_dir(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) -> None:
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise MigrateUsageError(f"--output {output_dir}: exists and is not a directory")
+    if os.path.isdir(output_dir) and os.listdir(output_dir):
+        raise MigrateUsageError(f"--output {output_dir}: the directory is not empty; migrate into a new or "
+                                "empty directory so nothing is overwritten")
+    for root in paths:
+        if os.path.isdir(root) and _inside(output_dir, root):
+            rel = os.path.relpath(os.path.realpath(output_dir), os.path.realpath(root))
+            from ascend_compat.analysis.discover import IgnoreRules
+
+            if not IgnoreRules().extended(root, exclude).ignored(os.path.join(root, rel), True):
+                raise MigrateUsageError(
+                    f"output directory {output_dir} is inside the input {root}; choose a directory "
+                    f"outside it or exclude it with --exclude {rel}/")
+
+
+def _copy(src: str, dest: str, out: FileOutcome, done: set) -> None:
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    if os.path.islink(src):
+        os.symlink(os.readlink(src), dest)
+    else:
+        shutil.copy2(src, dest)
+    out.written_to = dest
+    done.add(os.path.abspath(src))
+
+
+def _copy_the_rest(paths: Sequence[str], anchor: str, output_dir: str, done: set, exclude: Sequence[str]) -> None:
+    """Every other file of the given directories goes into the copy too, so that it runs (data,
+    configs, scripts); version-control and cache directories and the output itself are left out."""
+    out_real = os.path.realpath(output_dir)
+    skip = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+    for root in paths:
+        if not os.path.isdir(root):
+            continue
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in skip
+                             and os.path.realpath(os.path.join(directory, d)) != out_real
+                             and not os.path.islink(os.path.join(directory, d)))
+            for name in sorted(files):
+                src = os.path.abspath(os.path.join(directory, name))
+                if src in done:
+                    continue
+                dest = os.path.join(output_dir, os.path.relpath(src, anchor))
+                if os.path.lexists(dest):
+                    continue
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                if os.path.islink(src):
+                    os.symlink(os.readlink(src), dest)
+                elif stat.S_ISREG(os.stat(src).st_mode):
+                    shutil.copy2(src, dest)
+                done.add(src)
 
 
 def changes_table(outcomes: Sequence[FileOutcome], fmt: str) -> str:
