@@ -240,3 +240,27 @@ def test_backward_departure_is_reported_at_its_forward_line_and_module(tmp_path)
     # and a module filter keeps backward ops of that module
     assert out["all"] == ["aten::gelu_backward", "backward", "M.act", 7, 1]
     assert out["filtered"] == ["aten::gelu_backward", "backward", "M.act", 7, 1]
+
+
+def test_ops_that_move_data_cannot_be_routed():
+    out = result(run_python("""
+        import json, torch, ascend_compat
+        from ascend_compat.accuracy import route_to_cpu, routed_to_cpu
+        x = torch.randn(3).cuda()
+        errors = {}
+        for op in ("aten::_to_copy", "aten::copy_", "aten::empty_strided", "aten::_copy_from"):
+            try:
+                with route_to_cpu([op]):
+                    x.to(torch.float16)
+            except ValueError as exc:
+                errors[op] = str(exc)
+        print("RESULT " + json.dumps({"errors": errors, "after": routed_to_cpu(),
+                                      "half": str(x.to(torch.float16).dtype)}))
+    """, **SIM))
+    # refused up front with the reason, instead of recursing without end (the routed kernel copies with them)
+    assert sorted(out["errors"]) == ["aten::_copy_from", "aten::_to_copy", "aten::copy_", "aten::empty_strided"]
+    assert all("move tensors between the NPU and the host" in e for e in out["errors"].values())
+    assert out["after"] == [] and out["half"] == "torch.float16"
+    proc = run_python("import ascend_compat, torch; print(torch.ones(1).cuda().device)",
+                      ASCEND_COMPAT_CPU_OPS="aten::_to_copy", **SIM)
+    assert check(proc).strip() == "npu:0" and "cannot be routed" in proc.stderr
