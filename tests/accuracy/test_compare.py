@@ -215,3 +215,52 @@ def test_bad_cpu_ops_variable_warns_and_runs():
     proc = run_python("import ascend_compat, torch; print(torch.ones(1).cuda().device)",
                       ASCEND_COMPAT_CPU_OPS="gelu", **SIM)
     assert check(proc).strip() == "npu:0" and "ASCEND_COMPAT_CPU_OPS" in proc.stderr
+
+
+def test_backward_departure_is_reported_at_its_forward_line_and_module(tmp_path):
+    script = tmp_path / "model.py"
+    script.write_text(
+        "import json, torch, ascend_compat\n"
+        "from ascend_compat.accuracy import compare_model\n"
+        "class M(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(); self.lin = torch.nn.Linear(8, 8); self.act = torch.nn.GELU()\n"
+        "    def forward(self, x):\n"
+        "        return self.act(self.lin(x)) * 2  # line 7\n"
+        "m = M().cuda(); x = torch.randn(2, 8).cuda()\n"
+        "out = {}\n"
+        "for key, kw in (('all', {}), ('filtered', {'modules': ['M.act']})):\n"
+        "    r = compare_model(m, x, **kw)\n"
+        "    f = r.first\n"
+        "    out[key] = [f.name, f.phase, f.module, f.site[1], len(r.departures)]\n"
+        "print('RESULT ' + json.dumps(out))\n")
+    out = result(subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                                env=clean_env({"ASCEND_COMPAT_SIM_FAULTS": "aten::gelu_backward=bias:0.5", **SIM})))
+    # the faulty backward kernel is named with the module and line of the forward call it differentiates,
+    # and a module filter keeps backward ops of that module
+    assert out["all"] == ["aten::gelu_backward", "backward", "M.act", 7, 1]
+    assert out["filtered"] == ["aten::gelu_backward", "backward", "M.act", 7, 1]
+
+
+def test_ops_that_move_data_cannot_be_routed():
+    out = result(run_python("""
+        import json, torch, ascend_compat
+        from ascend_compat.accuracy import route_to_cpu, routed_to_cpu
+        x = torch.randn(3).cuda()
+        errors = {}
+        for op in ("aten::_to_copy", "aten::copy_", "aten::empty_strided", "aten::_copy_from"):
+            try:
+                with route_to_cpu([op]):
+                    x.to(torch.float16)
+            except ValueError as exc:
+                errors[op] = str(exc)
+        print("RESULT " + json.dumps({"errors": errors, "after": routed_to_cpu(),
+                                      "half": str(x.to(torch.float16).dtype)}))
+    """, **SIM))
+    # refused up front with the reason, instead of recursing without end (the routed kernel copies with them)
+    assert sorted(out["errors"]) == ["aten::_copy_from", "aten::_to_copy", "aten::copy_", "aten::empty_strided"]
+    assert all("move tensors between the NPU and the host" in e for e in out["errors"].values())
+    assert out["after"] == [] and out["half"] == "torch.float16"
+    proc = run_python("import ascend_compat, torch; print(torch.ones(1).cuda().device)",
+                      ASCEND_COMPAT_CPU_OPS="aten::_to_copy", **SIM)
+    assert check(proc).strip() == "npu:0" and "cannot be routed" in proc.stderr

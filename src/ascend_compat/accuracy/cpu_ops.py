@@ -42,11 +42,20 @@ def routed_to_cpu() -> List[str]:
     return sorted(_LIBS)
 
 
+#: ops the routing itself runs to move tensors between the NPU and the host (copies, allocation):
+#: routing one of them would call itself without end
+_DATA_MOVEMENT = frozenset({"aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize",
+                            "aten::empty", "aten::empty_strided", "aten::resize_", "aten::set_"})
+
+
 def _overload(name: str):
     import torch
 
     ns, _, rest = name.partition("::")
     base, _, overload = rest.partition(".")
+    if f"{ns}::{base}" in _DATA_MOVEMENT:
+        raise ValueError(f"{name!r} cannot be routed to the CPU: the routing itself uses it to move tensors "
+                         "between the NPU and the host")
     try:
         return getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
     except AttributeError:

@@ -8,6 +8,13 @@ the same op on the host copies, and compares each floating output (:mod:`.metric
 judged on the NPU's own inputs, so errors do not accumulate: the first departing op is where the
 NPU run starts to differ. Random ops, views and ``out=`` calls are not compared.
 
+Backward ops are reported where their forward op was written: while the comparison is active a
+``TorchFunctionMode`` tags each new autograd node (``grad_fn.metadata``) with the module path and
+user source line of the call that created it, and a backward op takes the tags of the node the
+autograd engine is running (``torch._C._current_autograd_node()``). Nodes created before the
+comparison started, or inside composite functions below the tagged call, fall back to the module
+and line current when the backward runs.
+
 Cost controls: ``sample=k`` compares every k-th op call; ``ops`` / ``modules`` restrict it (op names
 such as ``aten::gelu``; module path prefixes such as ``Llama.layers.0``); ``steps=n`` compares the
 first n steps only (a step ends at ``Comparison.step()`` or, with ``auto_step``, at each
@@ -106,6 +113,7 @@ class Comparison:
         self.skipped: Dict[str, int] = {}
         self._calls: Dict[str, int] = {}
         self._mode = None
+        self._tagger = None
         self._hooks: List[Any] = []
         self._modules = None
         self._thread = None
@@ -130,6 +138,8 @@ class Comparison:
         self._modules = ModuleStack().install()
         if self.auto_step:
             self._hooks.append(optim_module.register_optimizer_step_post_hook(lambda *a, **k: self.step()))
+        self._tagger = _make_tagger(self)
+        self._tagger.__enter__()
         self._mode = _make_mode(self)
         self._mode.__enter__()
         return self
@@ -138,6 +148,9 @@ class Comparison:
         mode, self._mode = self._mode, None
         if mode is not None:
             mode.__exit__(*exc_info)
+        tagger, self._tagger = self._tagger, None
+        if tagger is not None:
+            tagger.__exit__(*exc_info)
         for hook in self._hooks:
             hook.remove()
         self._hooks.clear()
@@ -150,13 +163,11 @@ class Comparison:
         return AccuracyReport(self, backend)
 
     # ------------------------------------------------------------------ recording
-    def wanted(self, name: str) -> bool:
+    def wanted(self, name: str, module: str) -> bool:
         if self.ops is not None and name not in self.ops:
             return False
-        if self.modules is not None:
-            module = self._modules.current() if self._modules is not None else ""
-            if not module.startswith(self.modules):
-                return False
+        if self.modules is not None and not module.startswith(self.modules):
+            return False
         return True
 
     def add(self, result: OpResult) -> None:
@@ -168,6 +179,37 @@ class Comparison:
 
     def skip(self, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
+
+
+_WHERE = "ascend_compat.accuracy.where"  # grad_fn.metadata key: (module path, user frame)
+
+
+def _make_tagger(comparison: Comparison):
+    """A ``TorchFunctionMode`` tagging new autograd nodes with their module and source line."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_flatten
+
+    from ascend_compat.coverage._routing import user_frame
+
+    Tensor = torch.Tensor
+
+    class _Tagger(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            res = func(*args, **(kwargs or {}))
+            c = comparison
+            if not c.active or not torch.is_grad_enabled() or threading.get_ident() != c._thread:
+                return res
+            where = None
+            for t in tree_flatten(res)[0]:
+                node = t.grad_fn if isinstance(t, Tensor) else None
+                if node is not None and _WHERE not in node.metadata:
+                    if where is None:
+                        where = (c._modules.current(), user_frame(2))
+                    node.metadata[_WHERE] = where
+            return res
+
+    return _Tagger()
 
 
 def _make_mode(comparison: Comparison):
@@ -210,7 +252,12 @@ def _make_mode(comparison: Comparison):
                 return func(*args, **kwargs)
             c.seen += 1
             name = qualified(func)
-            if func.is_view or nondeterministic in func.tags or "out" in kwargs or not c.wanted(name):
+            if func.is_view or nondeterministic in func.tags or "out" in kwargs:
+                return func(*args, **kwargs)
+            node = current_node()
+            where = node.metadata.get(_WHERE) if node is not None else None
+            module = where[0] if where is not None else c._modules.current()
+            if not c.wanted(name, module):
                 return func(*args, **kwargs)
             if c.seen % c.sample:
                 c.skip("sampling")
@@ -239,8 +286,9 @@ def _make_mode(comparison: Comparison):
             if worst is not None:
                 c._calls[name] = c._calls.get(name, 0) + 1
                 m, dtype, rtol, atol = worst
-                c.add(OpResult(c.compared + 1, name, c._calls[name], dtype, c._modules.current(), user_frame(2),
-                               "backward" if current_node() is not None else "forward", m, rtol, atol))
+                site = where[1] if where is not None else user_frame(2)
+                c.add(OpResult(c.compared + 1, name, c._calls[name], dtype, module, site,
+                               "backward" if node is not None else "forward", m, rtol, atol))
             return out
 
     def _pairs(pair):
