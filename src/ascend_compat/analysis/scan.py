@@ -35,6 +35,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding
 from ascend_compat.analysis.rules import libraries
+from ascend_compat.knowledge import env_vars as _env_records
 
 #: bump when the analysis changes so cached results are not reused
 ANALYZER_VERSION = "1"
@@ -44,7 +45,10 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 #: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
 KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
             "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
-            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"')
+            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc")
+#: environment variables check knows (from the knowledge records) that no keyword above covers
+KEYWORDS += tuple(sorted({n for n in (r.name.rstrip("*").lower() for r in _env_records.RECORDS)
+                          if not any(k in n for k in KEYWORDS)}))
 _EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
 _TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")

@@ -288,8 +288,8 @@ class PyAnalyzer:
         if hit is None:
             return False
         key, lib = hit
-        self.report(node, "cuda-library", f"import of {key}: {lib.what} (CUDA only)",
-                    f"use {lib.replacement}", handling=lib.handling)
+        self.report(node, "cuda-library", "import of " + libraries.message(key, lib), lib.replacement,
+                    handling=lib.verdict)
         return True
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
@@ -451,14 +451,14 @@ class PyAnalyzer:
                 msg = f'"{s}" used as a device'
             else:
                 src = self._segment(n)
-                s = src or "cuda:<N>"
+                s = src or "cuda:N"
                 npu = s.replace("cuda", "npu", 1)
                 msg = f"CUDA device string built at run time ({s if len(s) < 40 else 'cuda:...'})"
             if rule == "cuda-amp":
                 msg += " (autocast / GradScaler device type)"
             if _const_str(n) is not None:
                 npu = f'"{npu}"'
-            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else 'use "npu:<N>"')
+            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else "use the same expression with npu in place of cuda")
 
     def _report_backends(self, nodes) -> None:
         for n in nodes:
@@ -566,14 +566,10 @@ class PyAnalyzer:
 
     def _env_key(self, node) -> None:
         s = _const_str(node)
-        if s is None or not (s.startswith("CUDA") or "NCCL" in s or s.startswith("PYTORCH_CUDA")):
+        rec = None if s is None else environment.lookup(s)
+        if rec is None:
             return
-        row = environment.lookup(s)
-        if row is None:
-            return
-        rule, handling, repl, note = row
-        msg = f"environment variable {s}" + (f": {note}" if note else "")
-        self.report(node, rule, msg, f"use {repl}" if repl else RULES[rule].suggestion, handling=handling)
+        self.report(node, rec.rule, f"environment variable {s}: {rec.reason}", rec.advice, handling=rec.verdict)
 
     def _subscript(self, node: ast.Subscript) -> None:
         self.visit(node.value)

@@ -57,15 +57,21 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
             return ("torch-cuda-api", "auto", "torch.cuda module used as a value",
                     "use torch.npu (torch_npu) or torch.get_device_module()")
         st = cuda_api.status(name, torch_npu_version)
+        # a note phrased as advice ("prefer X", "use X") is the suggestion, not part of the message
+        advice = st.note.startswith(("prefer ", "use "))
         msg = f"torch.cuda.{name}"
-        if st.note:
+        if st.note and not advice:
             msg += f": {st.note}"
-        if st.rule == "device-capability":
+        elif st.npu_name is None:
+            msg += ": torch_npu has no counterpart"
+        if advice:
+            sugg = "use " + st.note.split(" ", 1)[1]
+        elif st.rule == "device-capability":
             sugg = RULES[st.rule].suggestion
         elif st.npu_name:
             sugg = f"use {st.npu_name}"
         else:
-            sugg = "no torch.npu counterpart; " + RULES[st.rule].suggestion
+            sugg = "remove it, or guard it with a check that the device is CUDA"
         return st.rule, st.handling, msg, sugg
     if q.startswith("torch.backends.cudnn"):
         flag = q[len("torch.backends.cudnn."):]
@@ -83,7 +89,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         return r.id, r.handling, f"{q}: {why}", r.suggestion
     if q in DATA_PARALLEL:
         r = RULES["data-parallel"]
-        return r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: runs on one NPU only (no single-process multi-device on NPU)", r.suggestion
+        return r.id, r.handling, r.explanation, r.suggestion
     if q in FLOAT64:
         r = RULES["float64"]
         return (r.id, r.handling, f"{q}: no float64 compute on NPU; on the device it becomes float32 under the "
@@ -96,7 +102,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         return r.id, r.handling, f"{q}: runs op by op on NPU (no CUDA fuser); left enabled by the shim", r.suggestion
     if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
         r = RULES["reduce-op-avg"]
-        return r.id, r.handling, "ReduceOp.AVG: not supported by HCCL (all_reduce raises)", r.suggestion
+        return r.id, r.handling, "ReduceOp.AVG: " + r.explanation, r.suggestion
     if q in NCCL_NAMES:
         r = RULES["nccl-backend"]
         return r.id, r.handling, f"{q}: NCCL is not available on NPU (HCCL is).", f"use {NCCL_NAMES[q]}"
@@ -112,7 +118,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         hit = libraries.lookup(q)
         if hit is not None and "." in hit[0]:
             key, lib = hit
-            return ("cuda-library", lib.handling, f"{key}: {lib.what} (CUDA only)", f"use {lib.replacement}")
+            return "cuda-library", lib.verdict, libraries.message(key, lib), lib.replacement
     return None
 
 
