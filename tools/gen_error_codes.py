@@ -73,7 +73,7 @@ _ENUM = re.compile(r"^\s*(HCCL_[A-Z0-9_]+)\s*=\s*(\d+)\s*,?\s*(?:/\*\*<\s*(.*?)\
 
 
 def family(code: int) -> str:
-    """The family key of a numeric code, by its range (mirrors ascend_compat.doctor.codes.family_of)."""
+    """The family key of a numeric code, by its range (mirrors ascend_compat.errors.codes.family_of)."""
     if 0 < code < 100:
         return "hccl"
     prefix = code // 1000

@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 
-from ascend_compat import _config
+from ascend_compat import _config, _inherit
 from ascend_compat._log import get_logger
 
 log = get_logger("activation")
@@ -87,11 +87,84 @@ def activate(backend_name: str | None = None) -> bool:
         registry.apply_all([EnvTranslation()])  # before the backend reads its variables
         try:
             _install_backend(choice)
-            cuda_shim.apply(choice)
+            cuda_shim.apply(choice, extra=_ecosystem_changes)
         except BaseException:
             registry.revert_all()
             raise
+        _inherit.export(choice)
+        _watch_for_a_cpu_run()
+        _route_ops_to_cpu()
         return True
+
+
+_EXIT_CHECK = []
+
+
+def _watch_for_a_cpu_run() -> None:
+    if not _EXIT_CHECK:
+        import atexit
+
+        atexit.register(report_cpu_run)
+        _EXIT_CHECK.append(True)
+
+
+def report_cpu_run(stream=None) -> bool:
+    """At exit: if CUDA APIs were called (translated) while nothing was ever allocated on the NPU,
+    say so on stderr in one line - the script silently ran on the CPU. Returns True when it said so.
+
+    DataLoader workers are exempt (they are meant to stay on the host)."""
+    from ascend_compat import cuda_shim
+    from ascend_compat.cuda_shim import registry
+
+    if not cuda_shim.is_active():
+        return False
+    calls = sum(registry.counters().values())
+    torch = sys.modules.get("torch")
+    if not calls or torch is None or _in_dataloader_worker(torch) or _npu_was_used(torch):
+        return False
+    first = registry.first_hit()
+    where = f" (the first, {first[0]}, at {first[1][0]}:{first[1][1]})" if first else ""
+    print(f"ascend-compat: this run made {calls} CUDA call(s){where} but never allocated memory on the NPU: it "
+          "ran on the CPU. Check which device the script or its library chose (ASCEND_COMPAT_LOG_LEVEL=DEBUG "
+          "logs every translated call).", file=stream or sys.stderr)
+    return True
+
+
+def _in_dataloader_worker(torch) -> bool:
+    data = sys.modules.get("torch.utils.data")
+    return data is not None and data.get_worker_info() is not None
+
+
+def _npu_was_used(torch) -> bool:
+    npu = getattr(torch, "npu", None)
+    if npu is None or not npu.is_initialized():
+        return False
+    for index in range(npu.device_count()):
+        stats = npu.memory_stats(index)
+        if stats.get("allocation.all.allocated", 0) or npu.max_memory_allocated(index):
+            return True
+    return False
+
+
+def _route_ops_to_cpu() -> None:
+    """``ASCEND_COMPAT_CPU_OPS``: the named ops run on the CPU (a bad name warns, never stops the program)."""
+    import os
+
+    if not os.environ.get("ASCEND_COMPAT_CPU_OPS", "").strip():
+        return
+    from ascend_compat.accuracy import cpu_ops
+
+    try:
+        cpu_ops.apply_from_env()
+    except ValueError as exc:
+        _config.warn_invalid("ASCEND_COMPAT_CPU_OPS", os.environ["ASCEND_COMPAT_CPU_OPS"], str(exc),
+                             "no op routed to the CPU")
+
+
+def _ecosystem_changes() -> list:
+    from ascend_compat import ecosystem
+
+    return ecosystem.changes()
 
 
 def _install_backend(choice: str) -> None:
@@ -111,4 +184,8 @@ def deactivate() -> int:
     from ascend_compat import cuda_shim
 
     with _LOCK:
+        _inherit.withdraw()
+        accuracy = sys.modules.get("ascend_compat.accuracy.cpu_ops")
+        if accuracy is not None:
+            accuracy.reset()
         return cuda_shim.revert()

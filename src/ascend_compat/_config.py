@@ -4,28 +4,51 @@
 | --- | --- |
 | ``ASCEND_COMPAT_SIMULATE`` | ``1``: install the simulated NPU when ``ascend_compat`` is imported |
 | ``ASCEND_COMPAT_SIM_DEVICES`` | number of simulated devices (default: 1, or ``LOCAL_WORLD_SIZE`` under torchrun) |
-| ``ASCEND_COMPAT_SIM_FLOAT64`` | simulator float64 policy: ``error`` (default), ``strict``, ``warn``, ``allow`` |
+| ``ASCEND_COMPAT_SIM_FLOAT64`` | simulator float64 mode: ``torch_npu`` (default: as real torch_npu, ``x.double()`` on npu gives float32), ``warn``, ``strict`` (every float64 npu tensor raises), ``allow`` |
 | ``ASCEND_COMPAT_SIM_MEMORY`` | simulated device capacity in bytes (suffixes K, M, G allowed); unset = unlimited |
 | ``ASCEND_COMPAT_SIM_SOC`` | simulated SoC name (default ``Ascend910B3``) |
 | ``ASCEND_COMPAT_SIM_TORCH_NPU_VERSION`` | torch_npu version whose op coverage and API the simulator emulates |
 | ``ASCEND_COMPAT_SIM_AUTOGRAD_THREADS`` | where npu backward runs: ``caller`` (default, the calling thread) or ``device`` (torch's per-device worker threads, as on torch_npu) |
 | ``ASCEND_COMPAT_NO_PATCH`` | ``1``: do not activate the runtime shim at import |
-| ``ASCEND_COMPAT_DISABLE`` | comma-separated ecosystem integrations the shim must not apply when it activates: ``flash_attn``, ``apex``, ``xformers``, ``bitsandbytes`` (drop-in modules), ``transformers``, ``accelerate``, ``deepspeed``, ``lightning``, or ``all``; an unknown name is an error. An explicit ``<integration>.apply()`` / ``_modules.install()`` still applies |
+| ``ASCEND_COMPAT_DISABLE`` | comma-separated ecosystem integrations the shim must not apply when it activates: ``flash_attn``, ``apex``, ``xformers``, ``bitsandbytes`` (drop-in modules), ``transformers``, ``accelerate``, ``deepspeed``, ``lightning``, or ``all``; an unknown name is ignored with a warning. An explicit ``<integration>.apply()`` / ``_modules.install()`` still applies |
 | ``ASCEND_COMPAT_DEVICE_CAPABILITY`` | ``major.minor`` that ``torch.cuda.get_device_capability()`` returns under the shim when the NPU reports none (default ``8.0``) |
 | ``ASCEND_COMPAT_LOG_LEVEL`` | logging level of the ``ascend_compat`` logger (``DEBUG`` logs each translation once per call site) |
 
 Values are read when asked for, not cached, so tests and launchers can set them just before use.
+An invalid value never stops the program: it is ignored with one warning on stderr (through the
+``ascend_compat`` logger) saying which values are accepted.
 """
 from __future__ import annotations
 
 import os
 
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
+_warned: set = set()
+
+
+def warn_invalid(name: str, value: str, problem: str, instead: str) -> None:
+    """Warn once per (variable, value): ``ignoring NAME='value': PROBLEM; INSTEAD``."""
+    if (name, value) in _warned:
+        return
+    _warned.add((name, value))
+    import logging
+
+    logging.getLogger("ascend_compat").warning(
+        "ascend-compat: ignoring %s=%r: %s; %s", name, value, problem, instead)
 
 
 def flag(name: str) -> bool:
-    """True when environment variable ``name`` is set to a true-like value (1/true/yes/on)."""
-    return os.environ.get(name, "").strip().lower() in TRUE_VALUES
+    """True when environment variable ``name`` is set to a true-like value (1/true/yes/on).
+
+    Any other value than those and 0/false/no/off (or empty) counts as false, with a warning.
+    """
+    value = os.environ.get(name, "").strip().lower()
+    if value in TRUE_VALUES:
+        return True
+    if value not in FALSE_VALUES:
+        warn_invalid(name, os.environ[name], "expected 1/true/yes/on or 0/false/no/off", "treating it as off")
+    return False
 
 
 def simulate_requested() -> bool:

@@ -11,11 +11,20 @@ import os
 logger = logging.getLogger("ascend_compat")
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _configure() -> None:
-    level = os.environ.get("ASCEND_COMPAT_LOG_LEVEL", "").strip().upper()
+    raw = os.environ.get("ASCEND_COMPAT_LOG_LEVEL", "")
+    level = raw.strip().upper()
     if not level:
         return
-    logger.setLevel(getattr(logging, level, logging.WARNING))
+    if level not in LEVELS:
+        from ascend_compat import _config
+
+        _config.warn_invalid("ASCEND_COMPAT_LOG_LEVEL", raw, "expected one of " + ", ".join(LEVELS), "using WARNING")
+        level = "WARNING"
+    logger.setLevel(getattr(logging, level))
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("[ascend-compat %(levelname)s] %(message)s"))

@@ -97,7 +97,7 @@ def test_simulated_npu_counts_fallbacks(tmp_path: Path):
 
 def test_bad_input(tmp_path: Path):
     proc = _audit(["missing.py"], tmp_path)
-    assert proc.returncode == 2 and "can't open file 'missing.py'" in proc.stderr
+    assert proc.returncode == 3 and "can't open file 'missing.py'" in proc.stderr
     (tmp_path / "train.py").write_text(SCRIPT)
     proc = _audit(["--torch-npu-version", "1.8", "train.py"], tmp_path)
     assert proc.returncode == 2 and "older than every version" in proc.stderr

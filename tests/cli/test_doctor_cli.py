@@ -65,4 +65,4 @@ def test_fixture_root_json_and_exit_codes():
 
 def test_bad_root():
     p = run("--root", "/definitely/not/here")
-    assert p.returncode == 2 and "not a directory" in p.stderr
+    assert p.returncode == 3 and "not a directory" in p.stderr

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-LOGS = Path(__file__).resolve().parents[1] / "doctor" / "fixtures" / "logs"
+LOGS = Path(__file__).resolve().parents[1] / "errors" / "fixtures" / "logs"
 
 
 def run(*args, stdin=None):
@@ -68,6 +68,6 @@ def test_binary_and_missing_logs(tmp_path):
     b = tmp_path / "core.bin"
     b.write_bytes(b"\x7fELF\x00\x00\x01" * 50)
     p = run("--log", str(b))
-    assert p.returncode == 2 and "binary" in p.stderr and p.stdout == ""
+    assert p.returncode == 3 and "binary" in p.stderr and p.stdout == ""
     p = run("--log", str(tmp_path / "nope.log"))
-    assert p.returncode == 2 and "no such file" in p.stderr
+    assert p.returncode == 3 and "no such file" in p.stderr

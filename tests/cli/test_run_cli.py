@@ -70,7 +70,7 @@ def test_module_form(tmp_path: Path):
 
 def test_missing_script_is_a_clear_error(tmp_path: Path):
     proc = _run(["does_not_exist.py"], cwd=tmp_path)
-    assert proc.returncode == 2
+    assert proc.returncode == 3  # input error (docs/cli.md)
     assert "does_not_exist.py" in proc.stderr and "no such file" in proc.stderr
 
 

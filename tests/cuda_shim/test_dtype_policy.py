@@ -1,4 +1,4 @@
-"""float64 policy: OFF (default) / WARN / SILENT / ERROR, public path promised."""
+"""float64 policy: OFF (default: the backend decides, as torch_npu does) / WARN / SILENT / ERROR."""
 from __future__ import annotations
 
 import warnings
@@ -65,3 +65,14 @@ def test_error_raises_naming_the_call():
 def test_bad_policy_name():
     with pytest.raises(ValueError, match="OFF, WARN, SILENT, ERROR"):
         apply_dtype_policy("sometimes")
+
+
+def test_off_leaves_float64_to_the_backend_which_follows_torch_npu():
+    # OFF changes nothing: factories and moves give float64 npu tensors (as on real NPUs), and the
+    # backend's own rule turns a dtype-only cast of an npu tensor into float32 (torch_npu _to_copy)
+    assert current_policy() is DTypePolicy.OFF
+    assert torch.zeros(2, dtype=torch.float64, device="cuda").dtype == torch.float64
+    assert torch.ones(2, dtype=torch.float64).cuda().dtype == torch.float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch_npu's one-time downcast message
+        assert torch.ones(2, device="cuda").double().dtype == torch.float32

@@ -56,9 +56,7 @@ def test_cudnn_and_backends_cuda_are_handled():
     """transfer_to_npu leaves torch.backends.cudnn / .cuda alone; TF32 switches reach HF32."""
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.deterministic = True
-    matmul = getattr(torch.npu, "matmul", None)
-    if matmul is None or not hasattr(matmul, "allow_hf32"):
-        pytest.skip("this simulated torch_npu version has no HF32 switches")
+    matmul = torch.npu.matmul
     torch.backends.cuda.matmul.allow_tf32 = True
     assert matmul.allow_hf32 is True
     torch.backends.cuda.matmul.allow_tf32 = False

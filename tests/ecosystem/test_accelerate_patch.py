@@ -53,7 +53,7 @@ def test_accelerate_launch_two_processes_multi_npu_hccl(tmp_path):
 def test_max_memory_device_name_keys():
     code = (
         "import torch, ascend_compat\n"
-        "from ascend_compat.ecosystem import accelerate_patch\n"
+        "from ascend_compat.ecosystem.integrations import accelerate_patch\n"
         "accelerate_patch.apply()\n"
         "from accelerate.utils import get_max_memory\n"
         "m = get_max_memory({'npu:0': '1MB', 'cuda:1': 2000, torch.device('npu', 2): 5, 'cpu': '1GB'})\n"

@@ -16,7 +16,7 @@ from ascend_compat import simulator
 if not simulator.is_installed():
     simulator.install()
 
-from ascend_compat.ecosystem.apex import amp, normalization, optimizers, parallel  # noqa: E402
+from ascend_compat.ecosystem.dropins.apex import amp, normalization, optimizers, parallel  # noqa: E402
 
 
 def _model():

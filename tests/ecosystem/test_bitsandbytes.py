@@ -9,7 +9,7 @@ import torch
 
 from _dropin_subproc import ok, run
 
-from ascend_compat.ecosystem import bitsandbytes as bnb
+from ascend_compat.ecosystem.dropins import bitsandbytes as bnb
 
 
 def _params(seed=0):
@@ -65,7 +65,7 @@ def test_script_importing_bitsandbytes_trains_under_dropins():
     out = ok(run("""
         import warnings
         import torch, ascend_compat
-        from ascend_compat.ecosystem import _modules
+        from ascend_compat.ecosystem.dropins import _finder as _modules
         _modules.install()
         import bitsandbytes as bnb
         model = torch.nn.Linear(4, 1).cuda()

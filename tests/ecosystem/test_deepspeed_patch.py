@@ -26,7 +26,7 @@ def test_accelerator_resolves_to_npu_and_fixes_apply():
         "except KeyError as e:\n"
         "    print('UNPATCHED KeyError', e)\n"
         "print('FP64', acc.is_fp64_supported())\n"
-        "from ascend_compat.ecosystem import deepspeed_patch\n"
+        "from ascend_compat.ecosystem.integrations import deepspeed_patch\n"
         "assert deepspeed_patch.apply() > 0; assert deepspeed_patch.apply() == 0\n"
         "b = acc.create_op_builder('ShmCommBuilder')\n"
         "print('PATCHED', b.installed_cann_path(), acc.is_fp64_supported())\n"
@@ -47,7 +47,7 @@ def test_shim_applies_the_fixes_by_itself():
         "acc = get_accelerator()\n"
         "b = acc.create_op_builder('ShmCommBuilder')\n"
         "print('AUTO', acc._name, b.installed_cann_path(), acc.is_fp64_supported())\n"
-        "from ascend_compat.ecosystem import deepspeed_patch\n"
+        "from ascend_compat.ecosystem.integrations import deepspeed_patch\n"
         "print('AGAIN', deepspeed_patch.apply())\n"
         "ascend_compat.deactivate()\n"
         "print('REVERTED', acc.is_fp64_supported())\n")

@@ -23,9 +23,9 @@ def test_imports_metadata_and_clear_errors_when_installed():
     out = ok(run("""
         import importlib.metadata as md, importlib.util, sys
         import ascend_compat
-        from ascend_compat.ecosystem import _modules
+        from ascend_compat.ecosystem.dropins import _finder as _modules
         print("ENABLED", sorted(_modules.install()))
-        import flash_attn, ascend_compat.ecosystem.flash_attn as impl
+        import flash_attn, ascend_compat.ecosystem.dropins.flash_attn as impl
         from flash_attn import flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache
         from flash_attn.bert_padding import unpad_input, pad_input, index_first_axis
         from flash_attn.flash_attn_interface import flash_attn_qkvpacked_func
@@ -72,14 +72,14 @@ def test_uninstall_and_registry_revert_remove_everything():
         import importlib.util, sys
         import ascend_compat
         from ascend_compat.cuda_shim import registry
-        from ascend_compat.ecosystem import _modules
+        from ascend_compat.ecosystem.dropins import _finder as _modules
         registry.apply_all(_modules.changes())
         import flash_attn, apex.amp
         print("BEFORE", _modules.installed(), "flash_attn" in sys.modules)
         registry.revert_all()
         print("AFTER", _modules.installed(), "flash_attn" in sys.modules, "apex.amp" in sys.modules,
               importlib.util.find_spec("flash_attn"))
-        import ascend_compat.ecosystem.flash_attn  # the implementation stays importable directly
+        import ascend_compat.ecosystem.dropins.flash_attn  # the implementation stays importable directly
         print("DIRECT ok")
     """, ASCEND_COMPAT_SIMULATE="1"))
     assert "BEFORE ['apex', 'bitsandbytes', 'flash_attn', 'xformers'] True" in out
@@ -96,7 +96,7 @@ def test_real_package_wins(tmp_path, by):
     extra = {"ASCEND_COMPAT_DISABLE": "all"} if by == "explicit_install" else {}
     out = ok(run("""
         import ascend_compat
-        from ascend_compat.ecosystem import _modules
+        from ascend_compat.ecosystem.dropins import _finder as _modules
         print("ENABLED", sorted(_modules.install()), "INSTALLED", _modules.installed())
         import flash_attn
         print("REAL", getattr(flash_attn, "REAL", False))
@@ -109,7 +109,7 @@ def test_real_package_wins(tmp_path, by):
 def test_shim_activation_installs_the_dropins():
     out = ok(run("""
         import ascend_compat
-        from ascend_compat.ecosystem import _modules
+        from ascend_compat.ecosystem.dropins import _finder as _modules
         print("INSTALLED", _modules.installed())
         print("AGAIN", _modules.install())  # an explicit install() after activation changes nothing
         import importlib.util
@@ -123,7 +123,7 @@ def test_shim_activation_installs_the_dropins():
 
 def test_flash_attn_module_imports_without_the_shim():
     ok(run("""
-        from ascend_compat.ecosystem import flash_attn
-        from ascend_compat.ecosystem.flash_attn import bert_padding
+        from ascend_compat.ecosystem.dropins import flash_attn
+        from ascend_compat.ecosystem.dropins.flash_attn import bert_padding
         assert flash_attn.__version__ == "2.7.4" and callable(bert_padding.unpad_input)
     """, ASCEND_COMPAT_NO_PATCH="1"))

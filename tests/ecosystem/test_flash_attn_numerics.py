@@ -16,8 +16,8 @@ from ascend_compat import simulator
 if not simulator.is_installed():
     simulator.install()
 
-from ascend_compat.ecosystem import flash_attn as fa  # noqa: E402
-from ascend_compat.ecosystem.flash_attn import bert_padding, rotary  # noqa: E402
+from ascend_compat.ecosystem.dropins import flash_attn as fa  # noqa: E402
+from ascend_compat.ecosystem.dropins.flash_attn import bert_padding, rotary  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 ATOL = {torch.float16: 3e-3, torch.bfloat16: 2.5e-2, torch.float32: 2e-5}

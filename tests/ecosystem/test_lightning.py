@@ -70,7 +70,7 @@ def test_shim_applies_the_integration_by_itself():
 def test_apply_is_idempotent_and_reverted_by_deactivate():
     code = (
         "import ascend_compat\n"
-        "from ascend_compat.ecosystem import lightning as npl\n"
+        "from ascend_compat.ecosystem.integrations import lightning as npl\n"
         "npl.apply(); assert npl.apply() == 0\n"
         "import lightning.pytorch as pl, lightning.fabric as fab\n"
         "from lightning.pytorch.accelerators import AcceleratorRegistry\n"
@@ -92,7 +92,7 @@ def test_apply_is_idempotent_and_reverted_by_deactivate():
 def test_fabric_npu_accelerator():
     code = (
         "import torch, ascend_compat\n"
-        "from ascend_compat.ecosystem import lightning as npl; npl.apply()\n"
+        "from ascend_compat.ecosystem.integrations import lightning as npl; npl.apply()\n"
         "from lightning.fabric import Fabric\n"
         "f = Fabric(accelerator='npu', devices=1); f.launch()\n"
         "model = torch.nn.Linear(4, 1); opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -130,7 +130,7 @@ def test_ddp_two_processes_torchrun_hccl():
 def test_standalone_pytorch_lightning_package():
     code = (
         "import torch, ascend_compat\n"
-        "from ascend_compat.ecosystem import lightning as npl; npl.apply()\n"
+        "from ascend_compat.ecosystem.integrations import lightning as npl; npl.apply()\n"
         "import pytorch_lightning as pl\n"
         "class M(pl.LightningModule):\n"
         "    def __init__(s): super().__init__(); s.l = torch.nn.Linear(4, 1)\n"

@@ -79,7 +79,7 @@ def test_top_left_mode_refuses_windows_instead_of_dropping_them():
     proc = run(["python", "-c", (
         "import os, torch\n"
         "from ascend_compat import simulator; simulator.install()\n"
-        "from ascend_compat.ecosystem import transformers_patch; transformers_patch.apply()\n"
+        "from ascend_compat.ecosystem.integrations import transformers_patch; transformers_patch.apply()\n"
         "from transformers.integrations import npu_flash_attention as n\n"
         "assert n.SPARSE_MODE == 2\n"
         "q = torch.randn(1, 8, 2, 16, dtype=torch.float16, device='npu')\n"
@@ -96,7 +96,7 @@ def test_shim_applies_the_patch_itself_and_deactivate_restores_it():
         "import ascend_compat, inspect\n"
         "from transformers.integrations import npu_flash_attention as n\n"
         "assert 'window_size' in inspect.signature(n.npu_flash_attn_func).parameters  # no apply() call\n"
-        "from ascend_compat.ecosystem import transformers_patch\n"
+        "from ascend_compat.ecosystem.integrations import transformers_patch\n"
         "assert transformers_patch.apply() == 0  # idempotent with the shim's own\n"
         "ascend_compat.deactivate()\n"
         "assert 'window_size' not in inspect.signature(n.npu_flash_attn_func).parameters\n"

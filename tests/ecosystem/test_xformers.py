@@ -12,8 +12,8 @@ from ascend_compat import simulator
 if not simulator.is_installed():
     simulator.install()
 
-from ascend_compat.ecosystem import xformers as xops  # noqa: E402
-from ascend_compat.ecosystem.xformers import attn_bias as ab  # noqa: E402
+from ascend_compat.ecosystem.dropins import xformers as xops  # noqa: E402
+from ascend_compat.ecosystem.dropins.xformers import attn_bias as ab  # noqa: E402
 
 ATOL = {torch.float16: 3e-3, torch.bfloat16: 2.5e-2, torch.float32: 2e-5}
 

@@ -5,7 +5,7 @@ would run on torch_npu:
 
 * default, on the CPU (no NPU, no simulator): every aten op the script runs in its main thread,
   forward and backward, is recorded and routed against the native-op table of torch_npu ``V``
-  (``ascend_compat.doctor.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
+  (``ascend_compat.coverage.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
   ops called with dtypes Ascend has no kernels for, where each was first called, and known rewrites.
   The script must run on the CPU (device-agnostic code such as
   ``"cuda" if torch.cuda.is_available() else "cpu"`` does);
@@ -16,7 +16,9 @@ would run on torch_npu:
 
 The report goes to standard output after the script's own output (``-o FILE`` writes it to a file
 instead, atomically). Exit status: the script's own when it fails, else 1 with
-``--fail-on-fallback`` when something falls back, else 0.
+``--fail-on-fallback`` when something falls back, else 0; before the script starts, 2 for a usage
+error and 3 when the script does not exist. The JSON report carries ``schema``
+(``ascend-compat/audit``) and ``schema_version``.
 """
 from __future__ import annotations
 
@@ -26,10 +28,14 @@ import os
 import sys
 
 HELP = "run a script and report which of its ops would fall back to the CPU on the NPU"
+SCHEMA_ID = "ascend-compat/audit"
+SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--torch-npu-version", metavar="V", default=None,
+    from ascend_compat.cli._common import torch_npu_version
+
+    parser.add_argument("--torch-npu-version", type=torch_npu_version, metavar="V", default=None,
                         help="torch_npu version whose operator coverage is used (default: newest known)")
     parser.add_argument("--simulate", action="store_true",
                         help="run on the simulated NPU (CUDA scripts) and count CPU fallbacks there")
@@ -43,12 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _write(text: str, output) -> None:
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        from ascend_compat.cli import _console
+
+        _console.write_report(text)
         return
     from ascend_compat._files import write_text_atomic
+    from ascend_compat.cli._common import INPUT, CliError
 
-    write_text_atomic(output, text)
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise CliError(f"cannot write {output}: {exc.strerror or exc}", INPUT) from None
 
 
 def _run(module, target):
@@ -67,15 +78,26 @@ def _run(module, target):
         return 1
 
 
+def _headline(code: int, ops_seen: int) -> str:
+    """What to say above the report when the script failed or ran no op (empty otherwise)."""
+    if ops_seen == 0:
+        why = f"the script exited with status {code} before running any torch op" if code \
+            else "the script ran no torch op"
+        return f"Operator Coverage: nothing to judge: {why}\n"
+    if code == 0:
+        return ""
+    return f"The script exited with status {code}: only the ops it ran before stopping are covered.\n"
+
+
 def main(args: argparse.Namespace) -> int:
+    from ascend_compat.cli._common import USAGE, CliError
     from ascend_compat.cli.run import parse_target
 
     target = parse_target(args, prog="audit")
-    if target is None:
-        return 2
     if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        print(f"ascend-compat audit: cannot write {args.output!r}: its directory does not exist", file=sys.stderr)
-        return 2
+        raise CliError(f"cannot write {args.output!r}: its directory does not exist", USAGE)
+    if args.output is not None and os.path.isdir(args.output):
+        raise CliError(f"-o {args.output!r} is a directory; give a file name", USAGE)
     from ascend_compat import data
 
     requested = args.torch_npu_version
@@ -84,16 +106,16 @@ def main(args: argparse.Namespace) -> int:
     try:
         version = data.resolve_version(requested)
     except ValueError as exc:
-        print(f"ascend-compat audit: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(str(exc), USAGE) from None
+    head = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION}
 
     if args.simulate:
-        from ascend_compat.cli.run import _prepare
+        from ascend_compat.cli.run import prepare_with_progress
 
         if args.torch_npu_version is not None:
             os.environ["ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"] = args.torch_npu_version
-        _prepare(True)
-        from ascend_compat.doctor.fallback import FallbackMonitor
+        prepare_with_progress(args, True)
+        from ascend_compat.coverage.fallback import FallbackMonitor
 
         monitor = FallbackMonitor()
         with monitor:
@@ -101,12 +123,18 @@ def main(args: argparse.Namespace) -> int:
         report = monitor.report
         fell_back = len(report) > 0
         if args.format == "json":
-            text = json.dumps(dict(report.to_dict(), mode="simulate", torch_npu_version=version,
+            text = json.dumps(dict(head, **report.to_dict(), mode="simulate", torch_npu_version=version,
                                    exit_code=code), indent=2) + "\n"
         else:
-            text = f"ascend-compat audit (simulated NPU, torch_npu {version}): " + report.text() + "\n"
+            text = _headline(code, 1) + \
+                f"ascend-compat audit (simulated NPU, torch_npu {version}): " + report.text() + "\n"
     else:
-        from ascend_compat.doctor.audit import OpRecorder
+        from ascend_compat.cli import _console
+        from ascend_compat.cli._common import progress_enabled
+
+        with _console.steps("preparing the op recorder", ("importing torch",), progress_enabled(args)) as step:
+            step("importing torch")
+            from ascend_compat.coverage.audit import OpRecorder
 
         recorder = OpRecorder(version)
         with recorder:
@@ -114,9 +142,13 @@ def main(args: argparse.Namespace) -> int:
         audit = recorder.report()
         fell_back = bool(audit.fallbacks)
         if args.format == "json":
-            text = json.dumps(dict(audit.to_dict(), mode="cpu", exit_code=code), indent=2) + "\n"
+            text = json.dumps(dict(head, **audit.to_dict(), mode="cpu", exit_code=code), indent=2) + "\n"
         else:
-            text = audit.text() + "\n"
+            headline = _headline(code, len(audit.ops))
+            body = audit.text()
+            if headline.startswith("Operator Coverage"):  # nothing ran: keep only the tables line
+                body = body.split("\n")[1]
+            text = headline + body + "\n"
     _write(text, args.output)
     if code != 0:
         return code

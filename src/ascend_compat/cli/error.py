@@ -6,6 +6,8 @@ import json
 import sys
 
 HELP = "explain Ascend error codes (507035, EZ9999, ERR00100...) or scan a log with --log FILE"
+SCHEMA_ID = "ascend-compat/error"
+SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,12 +24,14 @@ def _print_json(obj) -> None:
 
 
 def main(args) -> int:
-    """Exit codes: 0 = explained; 1 = a log had nothing recognisable; 2 = bad input."""
-    from ascend_compat.doctor.errors import explain
+    """Exit codes: 0 = explained; 1 = a log had nothing recognisable; 2 = a CODE that is not a code
+    (the valid ones are still explained); 3 = the log is missing, unreadable, compressed or binary."""
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import FINDINGS, INPUT, OK, USAGE, CliError, progress_enabled
+    from ascend_compat.errors.explain import explain
 
     if not args.codes and not args.log:
-        print("ascend-compat error: give one or more codes (e.g. 507035 EZ9999) or --log FILE", file=sys.stderr)
-        return 2
+        raise CliError("give one or more codes (e.g. 507035 EZ9999) or --log FILE", USAGE)
     explained, bad = [], []
     for code in args.codes:
         try:
@@ -36,15 +40,16 @@ def main(args) -> int:
             bad.append(str(exc))
     findings = None
     if args.log:
-        from ascend_compat.doctor.logscan import LogReadError, read_log, scan_text
+        from ascend_compat.errors.logscan import LogReadError, scan_log
 
         try:
-            findings = scan_text(read_log(args.log))
+            with _console.progress("scanning log", "bytes", progress_enabled(args) and args.log != "-") as update:
+                findings = scan_log(args.log, progress=update)
         except LogReadError as exc:
-            print(f"ascend-compat error: {exc}", file=sys.stderr)
-            return 2
+            raise CliError(str(exc), INPUT) from None
     if args.format == "json":
-        out = {"codes": [e.to_dict() for e in explained], "errors": bad}
+        out = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
+               "codes": [e.to_dict() for e in explained], "errors": bad}
         if findings is not None:
             out["log"] = {"source": args.log, "findings": [f.to_dict() for f in findings]}
         _print_json(out)
@@ -58,11 +63,11 @@ def main(args) -> int:
             else:
                 blocks.append(f"no Ascend error code or known failure pattern found in {where}")
         if blocks:
-            print("\n\n".join(blocks))
+            _console.write_report("\n\n".join(blocks) + "\n")
         for msg in bad:
-            print(f"ascend-compat error: {msg}", file=sys.stderr)
+            _console.message("error", msg, prog="ascend-compat error")
     if bad:
-        return 2
+        return USAGE
     if findings is not None and not findings and not explained:
-        return 1
-    return 0
+        return FINDINGS
+    return OK

@@ -1,13 +1,21 @@
-"""``ascend-compat migrate PATH...``: rewrite CUDA code for Ascend (dry-run diff by default)."""
+"""``ascend-compat migrate PATH...``: rewrite CUDA code for Ascend (dry-run diff by default).
+
+Exit status: 0 success; 1 some file could not be rewritten (unreadable, undecodable or unparsable:
+left untouched and listed); 2 usage error; 3 input error (a given path does not exist, no Python
+files found).
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 HELP = "rewrite CUDA-specific code for Ascend (prints a diff; --write or --output to apply)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ascend_compat.cli._common import torch_npu_version
+
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", "-w", action="store_true", help="rewrite the files in place (atomically)")
@@ -19,32 +27,84 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                         help="gitignore-style pattern to skip (repeatable)")
     parser.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
-    parser.add_argument("--torch-npu-version", metavar="VER", help="torch_npu version whose API decides torch.cuda rewrites")
+    parser.add_argument("--torch-npu-version", type=torch_npu_version, metavar="VER", help="torch_npu version whose API decides torch.cuda rewrites")
     parser.add_argument("--quiet", "-q", action="store_true", help="no diff, only the summary")
 
 
+def _targets(args):
+    """Discovered files; missing paths and an empty selection raise CliError (input error)."""
+    from ascend_compat.analysis.discover import discover
+    from ascend_compat.cli._common import INPUT, CliError
+
+    for p in args.paths:
+        if not os.path.lexists(p):
+            raise CliError(f"{p}: no such file or directory", INPUT)
+    targets, problems = discover(args.paths, args.exclude, not args.no_gitignore)
+    if not any(t.kind in ("python", "notebook") for t in targets) and not problems:
+        raise CliError(f"no Python files found in {', '.join(args.paths)}", INPUT)
+    return targets
+
+
+def _migrate(args, targets, migrate_paths):
+    """Outcomes, one call per file (for progress) except --output, which needs the trees at once."""
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import progress_enabled
+
+    kw = dict(write=args.write, exclude=args.exclude, annotate=args.annotate,
+              torch_npu_version=args.torch_npu_version, use_gitignore=not args.no_gitignore)
+    on = progress_enabled(args)
+    if args.output:
+        with _console.progress("migrating", "files", on):
+            return migrate_paths(args.paths, output_dir=args.output, **kw)
+    files = [t.path for t in targets if t.kind in ("python", "notebook")]
+    outcomes = []
+    with _console.progress("migrating", "files", on and len(files) > 1, total=len(files)) as update:
+        for i, path in enumerate(files):
+            outcomes.extend(migrate_paths([path], **kw))
+            update(i + 1)
+    return outcomes
+
+
+_DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
+
+
+def _print_coloured_diff(diff: str) -> None:
+    from rich.text import Text
+
+    from ascend_compat.cli import _console
+
+    out = _console.console(sys.stdout)
+    for line in diff.rstrip("\n").split("\n"):
+        style = next((st for prefix, st in _DIFF_STYLE if line.startswith(prefix)), "")
+        out.print(Text(line, style=style), soft_wrap=True)
+
+
 def main(args) -> int:
-    try:
+    from ascend_compat._files import write_text_atomic
+    from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import FINDINGS, INPUT, INTERNAL, OK, USAGE, CliError
+
+    try:  # a base dependency: missing only from a broken environment
         import libcst  # noqa: F401
     except ImportError:
-        print("ascend-compat migrate: libcst is not installed.\n"
-              "  install it with: pip install 'ascend-compat[migrate]'   (check works without it)", file=sys.stderr)
-        return 2
-    from ascend_compat.analysis.migrate.apply import MigrateUsageError, changes_table, migrate_paths
-    from ascend_compat._files import write_text_atomic
-
+        raise CliError("libcst is missing from this environment although ascend-compat depends on it; "
+                       "reinstall: pip install 'libcst>=1.1'", INTERNAL) from None
+    if args.changes and not os.path.isdir(os.path.dirname(os.path.abspath(args.changes))):
+        raise CliError(f"--changes {args.changes}: its directory does not exist", USAGE)
+    targets = _targets(args)
     try:
-        outcomes = migrate_paths(args.paths, write=args.write, output_dir=args.output, exclude=args.exclude,
-                                 annotate=args.annotate, torch_npu_version=args.torch_npu_version,
-                                 use_gitignore=not args.no_gitignore)
+        outcomes = _migrate(args, targets, migrate_paths)
     except MigrateUsageError as exc:
-        print(f"ascend-compat migrate: {exc}", file=sys.stderr)
-        return 2
+        raise CliError(str(exc), USAGE) from None
     out = sys.stdout
     if not args.quiet and not args.write and not args.output:
-        for o in outcomes:
-            if o.diff:
-                out.write(o.diff)
+        diff = "".join(o.diff for o in outcomes if o.diff)
+        if diff and _console.color_wanted(out):
+            _print_coloured_diff(diff)
+        else:
+            out.write(diff)
+            out.flush()
     changed = [o for o in outcomes if o.changed]
     errors = [o for o in outcomes if o.error]
     remaining = [(o.path, f) for o in outcomes for f in o.remaining if f.handling != "auto"]
@@ -66,6 +126,5 @@ def main(args) -> int:
         try:
             write_text_atomic(args.changes, changes_table(outcomes, fmt))
         except OSError as exc:
-            print(f"ascend-compat migrate: cannot write {args.changes}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-    return 0
+            raise CliError(f"cannot write {args.changes}: {exc.strerror or exc}", INPUT) from None
+    return FINDINGS if errors else OK

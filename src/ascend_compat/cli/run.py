@@ -6,8 +6,12 @@ Runs user code the way ``python SCRIPT`` / ``python -m MODULE`` would (``__main_
 1. with ``--simulate``, the simulated NPU is installed (under ``torchrun`` with one device per local rank);
 2. the runtime shim is activated, so CUDA code runs on the NPU.
 
-Nothing else runs before the user's code. Under torchrun each rank is prepared the same way:
-``torchrun --nproc_per_node=N -m ascend_compat run --simulate train.py``.
+Nothing else runs before the user's code. Every Python process the script starts - by any
+launcher: Lightning's DDP launcher, ``torch.multiprocessing.spawn``, ``accelerate launch``, the
+``deepspeed`` launcher, ``subprocess`` - is prepared the same way (:mod:`ascend_compat._inherit`), so
+``ascend-compat run --simulate --devices 2 train.py`` runs a 2-device Lightning DDP script as is, and
+``ascend-compat run --simulate -m accelerate.commands.launch --num_processes 2 train.py`` an accelerate
+one. torchrun works either way: ``torchrun --nproc_per_node=N -m ascend_compat run --simulate train.py``.
 """
 from __future__ import annotations
 
@@ -24,10 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="install the simulated NPU first (dry-run a migration without Ascend hardware)",
     )
+    parser.add_argument("--devices", type=_device_count, default=None, metavar="N",
+                        help="number of simulated NPUs (with --simulate; default 1, or one per local rank "
+                             "under torchrun); child processes see the same devices")
     # REMAINDER so that options after the module name belong to the module (`-m pkg.train --lr 1`)
     parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS...]",
                         help="run a library module as a script")
     parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+
+
+def _device_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 64, got {value}")
+    return value
 
 
 def _prepare(simulate: bool) -> None:
@@ -63,21 +80,21 @@ def _strip_own_frames(exc: BaseException) -> None:
 
 
 def parse_target(args: argparse.Namespace, prog: str = "run"):
-    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped), or None after printing why it is unusable."""
+    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped); CliError (usage / input) if unusable."""
+    from ascend_compat.cli._common import INPUT, USAGE, CliError
+
     target = list(args.target)
     if isinstance(args.module, list):  # `-m MODULE ARGS...` (nargs=REMAINDER): everything after -m
         if not args.module:
-            print(f"ascend-compat {prog}: -m needs a MODULE name", file=sys.stderr)
-            return None
+            raise CliError("-m needs a MODULE name", USAGE)
         args.module, target = args.module[0], list(args.module[1:]) + target
     if target[:1] == ["--"]:
         target = target[1:]
     if args.module is None and not target:
-        print(f"ascend-compat {prog}: give a SCRIPT or -m MODULE to run", file=sys.stderr)
-        return None
-    if args.module is None and not os.path.exists(target[0]):
-        print(f"ascend-compat {prog}: can't open file {target[0]!r}: no such file", file=sys.stderr)
-        return None
+        raise CliError("give a SCRIPT or -m MODULE to run", USAGE)
+    if args.module is None and not os.path.isfile(target[0]):
+        what = "is a directory" if os.path.isdir(target[0]) else "no such file"
+        raise CliError(f"can't open file {target[0]!r}: {what}", INPUT)
     return target
 
 
@@ -104,13 +121,50 @@ def run_target(module, target) -> int:
     except BaseException as exc:  # print like the interpreter would, starting at the user's frame
         _strip_own_frames(exc)
         sys.excepthook(type(exc), exc, exc.__traceback__)
+        _hint_simulate(exc)
         return 130 if isinstance(exc, KeyboardInterrupt) else 1
     return 0
 
 
+def _hint_simulate(exc: BaseException) -> None:
+    """After torch's "not compiled with CUDA" on a machine with no NPU backend: point at --simulate."""
+    text = str(exc)
+    if ("Torch not compiled with CUDA enabled" in text or "Found no NVIDIA driver" in text) \
+            and "torch_npu" not in sys.modules:
+        from ascend_compat.cli import _console
+
+        _console.message("note", "this machine has no NPU (torch_npu is not installed), so the script ran "
+                                 "unchanged and its CUDA calls failed; to dry-run it on the simulated NPU: "
+                                 "ascend-compat run --simulate SCRIPT", prog="ascend-compat")
+
+
+def prepare_with_progress(args: argparse.Namespace, simulate: bool) -> None:
+    """:func:`_prepare`, with start-up progress on stderr for the simulator (several seconds)."""
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import USAGE, CliError, progress_enabled
+    from ascend_compat.simulator._config import SimConfigError, env_arguments
+
+    if simulate:  # the command line is strict where `import ascend_compat` only warns
+        try:
+            env_arguments(strict=True)
+        except SimConfigError as exc:
+            raise CliError(str(exc), USAGE) from None
+    with _console.steps("starting the simulated NPU", ("importing torch", "installing the simulator"),
+                        simulate and progress_enabled(args)) as step:
+        step("importing torch")
+        if simulate:
+            import torch  # noqa: F401  (the slow part of start-up, shown as its own step)
+        step("installing the simulator")
+        _prepare(simulate)
+
+
 def main(args: argparse.Namespace) -> int:
     target = parse_target(args)
-    if target is None:
-        return 2
-    _prepare(args.simulate)
+    if args.devices is not None:
+        from ascend_compat.cli._common import USAGE, CliError
+
+        if not args.simulate:
+            raise CliError("--devices sets the number of simulated NPUs; add --simulate", USAGE)
+        os.environ["ASCEND_COMPAT_SIM_DEVICES"] = str(args.devices)
+    prepare_with_progress(args, args.simulate)
     return run_target(args.module, target)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from ascend_compat.cuda_shim import registry
 
@@ -55,8 +55,10 @@ def _backend_name() -> str:
     return torch._C._get_privateuse1_backend_name()
 
 
-def apply(backend: str) -> int:
-    """Apply all patches (the backend must already be installed). Idempotent; returns #changes."""
+def apply(backend: str, extra: Callable[[], list] | None = None) -> int:
+    """Apply all patches (the backend must already be installed), then the changes ``extra()``
+    returns (the caller's: activation passes the ecosystem's, which this package never imports).
+    Idempotent; returns #changes."""
     with _LOCK:
         if _STATE["active"]:
             return 0
@@ -65,7 +67,7 @@ def apply(backend: str) -> int:
                 "ascend-compat: the PrivateUse1 backend is not registered as 'npu'; install torch_npu "
                 "(or use `ascend-compat run --simulate`) before activating the shim"
             )
-        n = registry.apply_all(declared_changes())
+        n = registry.apply_all(declared_changes() + (list(extra()) if extra is not None else []))
         _STATE["active"] = True
         _STATE["backend"] = backend
         registry.log.debug("cuda shim active on %s: %d changes", backend, n)

@@ -1,9 +1,12 @@
-"""What happens to float64 on the NPU (Ascend has no general float64 support).
+"""What happens to float64 on the NPU (Ascend computes float64 only in some kernels).
 
 ``apply_dtype_policy(DTypePolicy.WARN)`` chooses one of:
 
-* ``OFF`` (default): nothing is changed; float64 reaches the backend as written (the real NPU or
-  the simulator then decides, usually with an error naming the operator);
+* ``OFF`` (default): nothing is changed; float64 reaches the backend as written, and the backend
+  (real torch_npu, or the simulated NPU, which follows it) decides: factories and ``.to("npu")``
+  moves give float64 npu tensors, a dtype-only cast of an npu tensor (``x.double()``,
+  ``x.to(torch.float64)``) gives float32 with torch_npu's one-time message, and an op whose aclnn
+  kernel lacks DT_DOUBLE fails with torch_npu's error naming the kernel;
 * ``WARN``: float64 requested *on the device* becomes float32, with one warning per call site;
 * ``SILENT``: the same, without the warning;
 * ``ERROR``: float64 requested on the device raises ``TypeError`` naming the call and the fix.
@@ -35,6 +38,8 @@ class DTypePolicy(enum.Enum):
 _POLICY = DTypePolicy.OFF
 _LOCK = threading.Lock()
 _WARNED: set = set()
+#: called with no arguments after every policy change (child-process inheritance listens here)
+ON_CHANGE: list = []
 
 
 def apply_dtype_policy(policy: DTypePolicy | str) -> DTypePolicy:
@@ -50,6 +55,8 @@ def apply_dtype_policy(policy: DTypePolicy | str) -> DTypePolicy:
         raise TypeError(f"apply_dtype_policy() takes a DTypePolicy, got {type(policy).__name__}")
     with _LOCK:
         previous, _POLICY = _POLICY, policy
+    for listener in tuple(ON_CHANGE):
+        listener()
     return previous
 
 

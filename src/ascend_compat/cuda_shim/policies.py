@@ -20,12 +20,20 @@ CHANNELS_LAST = False
 _JIT = "native"
 _JIT_PATCHES: list = []
 _WARNED: set = set()
+#: called with no arguments after every policy change (child-process inheritance listens here)
+ON_CHANGE: list = []
+
+
+def _changed() -> None:
+    for listener in tuple(ON_CHANGE):
+        listener()
 
 
 def set_channels_last_policy(keep_contiguous_format: bool) -> bool:
     """Enable/disable the channels_last policy; returns the previous setting."""
     global CHANNELS_LAST
     previous, CHANNELS_LAST = CHANNELS_LAST, bool(keep_contiguous_format)
+    _changed()
     return previous
 
 
@@ -67,6 +75,7 @@ def set_jit_script_policy(policy: str) -> str:
             p.revert()
         _JIT_PATCHES.clear()
     _JIT = policy
+    _changed()
     return previous
 
 

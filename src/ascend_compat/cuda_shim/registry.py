@@ -4,11 +4,15 @@ A :class:`Patch` names its ``target`` as ``"module.path:Attr.path"``, gives the 
 (or, with ``wrap=True``, a function ``make(original) -> replacement``), the ``reason`` and the
 torch / torch_npu versions it ``applies_to`` (``"torch>=2.5; torch_npu>=2.1"``).
 
-:func:`apply_all` applies every patch exactly once (idempotent, thread-safe), then rebinds *stale
+:func:`apply_all` applies the changes it is given, in order and under one lock, then rebinds *stale
 references*: every loaded module that still holds an original object under some name (``from
 torch._utils import _get_available_device_type``) gets the replacement too. :func:`revert_all`
 undoes everything in reverse order and puts back the original objects by identity, including
 attributes that were inherited rather than owned (they are deleted again, not shadowed).
+
+:func:`apply_all` does not look for changes already applied: the callers that may repeat
+themselves guard against that (:func:`ascend_compat.cuda_shim.apply` knows whether the shim is
+active; the library integrations apply through ``ecosystem.integrations._apply.apply_once``).
 
 A patch whose module is not imported yet is applied when that module is imported (an import hook,
 :mod:`ascend_compat.cuda_shim._import_hooks`); nothing is imported eagerly on its behalf.
@@ -51,6 +55,7 @@ _PENDING: dict[str, list["Patch"]] = {}  # module name -> patches waiting for it
 _REBOUND: list[tuple[dict, str, Any, Any]] = []  # (module dict, name, original, replacement)
 _MODULES_AT_APPLY: set = set()  # sys.modules keys when the first change was applied
 _COUNTS: collections.Counter = collections.Counter()
+_FIRST: list = []  # [(key, (file, line))] of the first translation
 _SITES_SEEN: set = set()
 _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 _PKG_DIR = os.path.dirname(_SHIM_DIR)
@@ -233,10 +238,8 @@ class _Versions(dict):
 
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self:
-            try:
-                from importlib.metadata import PackageNotFoundError, version
-            except ImportError:  # pragma: no cover - Python < 3.8
-                return default
+            from importlib.metadata import PackageNotFoundError, version
+
             try:
                 from ascend_compat.backend import version_tuple
 
@@ -265,7 +268,10 @@ def refresh_debug() -> bool:
 
 
 def hit(key: str, detail: str = "") -> None:
-    """Count one translation under ``key``; at DEBUG, log it once per user call site."""
+    """Count one translation under ``key``; at DEBUG, log it once per user call site. The first
+    translation's key and call site are kept (:func:`first_hit`)."""
+    if not _COUNTS:
+        _FIRST[:] = [(key, _user_site())]
     _COUNTS[key] += 1
     if _DEBUG:
         site = _user_site()
@@ -284,6 +290,11 @@ def _user_site() -> tuple[str, int]:
     return "?", 0
 
 
+def first_hit() -> tuple[str, tuple[str, int]] | None:
+    """``(key, (file, line))`` of the first translation since the counters were last reset."""
+    return _FIRST[0] if _FIRST else None
+
+
 def counters() -> dict[str, int]:
     """Translation counts so far, by key (copy)."""
     return dict(_COUNTS)
@@ -291,6 +302,7 @@ def counters() -> dict[str, int]:
 
 def reset_counters() -> None:
     _COUNTS.clear()
+    _FIRST.clear()
     _SITES_SEEN.clear()
 
 
@@ -319,8 +331,8 @@ def skipped() -> list[tuple[str, str]]:
 def apply_all(changes: Iterable[Change]) -> int:
     """Apply ``changes`` in order (after any already applied); returns how many were applied.
 
-    Idempotence is the caller's job (:func:`ascend_compat.cuda_shim.activate` holds the lock and
-    knows whether it is active); on any exception everything applied so far is reverted.
+    Idempotence is the caller's job (:func:`ascend_compat.cuda_shim.apply` holds the lock and
+    knows whether the shim is active); on any exception everything applied so far is reverted.
     """
     with _LOCK:
         refresh_debug()

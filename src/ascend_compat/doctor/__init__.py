@@ -1,8 +1,10 @@
-"""Diagnostics: environment checks (``run_doctor``), error-code explanations (``explain``, ``scan_text``).
+"""Environment diagnosis: ``run_doctor`` runs the checks of :mod:`.checks` against an
+:class:`Environment` (driver, firmware, CANN, torch/torch_npu versions, devices).
 
-Everything is imported lazily so ``import ascend_compat.doctor`` stays cheap. ``FallbackMonitor``
-(``doctor/fallback.py``) and ``audit_model`` (``doctor/audit.py``) are exported the same way when
-their modules exist.
+Error codes and log scanning live in :mod:`ascend_compat.errors`, operator coverage in
+:mod:`ascend_compat.coverage`; their public names (``explain``, ``scan_text``, ``read_log``,
+``FallbackMonitor``, ``audit_model``) are re-exported here, where users first met them.
+Everything is imported lazily so ``import ascend_compat.doctor`` stays cheap.
 """
 from __future__ import annotations
 
@@ -14,13 +16,13 @@ _EXPORTS = {
     "Environment": "ascend_compat.doctor.environment",
     "run_doctor": "ascend_compat.doctor.checks",
     "CHECKS": "ascend_compat.doctor.checks",
-    "explain": "ascend_compat.doctor.errors",
-    "Explained": "ascend_compat.doctor.errors",
-    "scan_text": "ascend_compat.doctor.logscan",
-    "read_log": "ascend_compat.doctor.logscan",
-    "LogReadError": "ascend_compat.doctor.logscan",
-    "FallbackMonitor": "ascend_compat.doctor.fallback",
-    "audit_model": "ascend_compat.doctor.audit",
+    "explain": "ascend_compat.errors.explain",
+    "Explained": "ascend_compat.errors.explain",
+    "scan_text": "ascend_compat.errors.logscan",
+    "read_log": "ascend_compat.errors.logscan",
+    "LogReadError": "ascend_compat.errors.logscan",
+    "FallbackMonitor": "ascend_compat.coverage.fallback",
+    "audit_model": "ascend_compat.coverage.audit",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -30,13 +32,7 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ascend_compat.doctor' has no attribute {name!r}")
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name == module:  # fallback.py / audit.py not written yet
-            raise AttributeError(f"ascend_compat.doctor.{name} is not available: {module} is missing") from None
-        raise
-    value = getattr(mod, name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -97,10 +97,7 @@ def _pick(row: dict, *names: str) -> Optional[str]:
 def matrix_rows(loader: Optional[Callable[[], list]] = None) -> tuple[list[dict], str]:
     """Normalised ``{"torch_npu", "torch", "cann"}`` rows and a note ("" or why the matrix is missing)."""
     if loader is None:
-        try:
-            from ascend_compat.data import version_matrix as loader  # type: ignore[no-redef]
-        except ImportError as exc:
-            return [], f"version matrix not available (ascend_compat.data.version_matrix: {exc})"
+        from ascend_compat.data import version_matrix as loader  # type: ignore[no-redef]
     try:
         raw = loader()
     except Exception as exc:  # a missing or broken data file must not break the doctor

@@ -1,7 +1,7 @@
 """CUDA-only (or CUDA-first) third-party libraries and what to do on Ascend.
 
 Keys are import names or dotted prefixes (the longest matching prefix wins). ``flash_attn``,
-``apex``, ``xformers`` and ``bitsandbytes`` have ascend-compat drop-ins (``ascend_compat.ecosystem``)
+``apex``, ``xformers`` and ``bitsandbytes`` have ascend-compat drop-ins (``ascend_compat.ecosystem.dropins``)
 that answer their imports under the shim, so they are ``partial``: the main entry points run on the
 NPU, with the differences each drop-in documents. Libraries without a drop-in are ``manual``.
 """
@@ -29,10 +29,10 @@ RECORDS: tuple[Library, ...] = (
     _lib("flash_attn", PARTIAL, "FlashAttention CUDA kernels",
          "keep the import: the ascend-compat drop-in runs flash_attn_func and flash_attn_varlen_func on "
          "torch_npu.npu_fusion_attention (dropout and window semantics follow the NPU kernel)",
-         "ascend_compat.ecosystem.flash_attn",
+         "ascend_compat.ecosystem.dropins.flash_attn",
          _QKV + "from flash_attn import flash_attn_func\nprint(flash_attn_func(q, q, q).device.type)"),
     _lib("flash_attn_2_cuda", MANUAL, "FlashAttention's compiled CUDA module",
-                                 "use flash_attn's Python API via ascend_compat.ecosystem.flash_attn"),
+                                 "use flash_attn's Python API via ascend_compat.ecosystem.dropins.flash_attn"),
     _lib("flash_attn_interface", MANUAL, "FlashAttention-3 (Hopper only)",
                                     "torch_npu.npu_fusion_attention or F.scaled_dot_product_attention"),
     _lib("flash_attn.ops", MANUAL, "FlashAttention fused ops (layer norm, rotary, xentropy, MLP)",
@@ -41,7 +41,7 @@ RECORDS: tuple[Library, ...] = (
     _lib("xformers", PARTIAL, "memory-efficient attention and fused ops (CUDA/Triton)",
          "keep the import: the ascend-compat drop-in runs xformers.ops.memory_efficient_attention and its "
          "attention biases on the NPU; replace other xformers components with F.scaled_dot_product_attention",
-         "ascend_compat.ecosystem.xformers",
+         "ascend_compat.ecosystem.dropins.xformers",
          _QKV + "import xformers.ops as xops\nprint(xops.memory_efficient_attention(q, q, q).device.type)"),
     _lib("flashinfer", MANUAL, "LLM serving attention kernels (CUDA)",
                           "vllm-ascend / torch_npu.npu_fusion_attention, npu_incre_flash_attention"),
@@ -54,7 +54,7 @@ RECORDS: tuple[Library, ...] = (
          "keep apex.amp, apex.optimizers, apex.normalization and apex.parallel: the ascend-compat drop-in "
          "maps them to torch.amp, torch.optim, torch.nn and torch DDP; replace other apex parts with torch "
          "equivalents",
-         "ascend_compat.ecosystem.apex",
+         "ascend_compat.ecosystem.dropins.apex",
          "import torch\nfrom apex.normalization import FusedLayerNorm\n"
          "print(FusedLayerNorm(8).cuda()(torch.randn(2, 8, device='cuda')).device.type)"),
     _lib("transformer_engine", MANUAL, "NVIDIA Transformer Engine (FP8, fused layers)",
@@ -75,7 +75,7 @@ RECORDS: tuple[Library, ...] = (
     _lib("bitsandbytes", PARTIAL, "8-bit/4-bit quantization (CUDA kernels)",
          "keep the import: the ascend-compat drop-in runs bitsandbytes.optim optimizers with full-precision "
          "state; use torch_npu.npu_quant_matmul or msModelSlim for quantized layers",
-         "ascend_compat.ecosystem.bitsandbytes",
+         "ascend_compat.ecosystem.dropins.bitsandbytes",
          "import torch, bitsandbytes as bnb\np = torch.nn.Parameter(torch.ones(4, device='cuda'))\n"
          "opt = bnb.optim.AdamW8bit([p])\np.sum().backward()\nopt.step()\nprint(p.device.type)"),
     _lib("auto_gptq", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),

@@ -10,6 +10,8 @@ Public API: :func:`install`, :func:`is_installed`, :func:`install_from_env`, :fu
 """
 from __future__ import annotations
 
+import os
+
 import contextlib
 import threading
 from typing import Optional
@@ -42,14 +44,16 @@ def config() -> Optional[SimConfig]:
     return _installed
 
 
-def install(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None,
+def install(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910B3", torch_npu_version=None,
             autograd_threads="caller") -> SimConfig:
     """Install the simulated NPU in this process and return its configuration.
 
     Args:
         devices: number of simulated NPUs (1..64).
-        float64: "error" (reject float64/complex128 npu tensors except single values, like the hardware),
-            "strict" (reject all), "warn", "allow".
+        float64: "torch_npu" (as real torch_npu: float64/complex128 npu tensors exist, ``x.double()``
+            of an npu tensor returns float32 with torch_npu's one-time message), "warn" (the same,
+            plus a warning at every float64 npu allocation), "strict" (every float64 npu
+            allocation or downcast raises TypeError), "allow" (float64 everywhere, no downcast).
         memory_capacity: per-device capacity in bytes (or "16G"); exceeding it raises
             ``torch.OutOfMemoryError`` worded like torch_npu. None = unlimited.
         soc: the SoC name reported by torch.npu (e.g. "Ascend910B3").
@@ -94,14 +98,15 @@ def _build_module(cfg):
 def _install(cfg: SimConfig) -> None:
     import torch
 
-    from ascend_compat.simulator import (_amp, _autograd, _direct, _dispatch, _fallback, _guard, _memory,
-                                         _patches, _rng, _selftest, _state)
+    from ascend_compat.simulator import (_amp, _autograd, _direct, _dispatch, _fallback, _float64, _guard,
+                                         _memory, _patches, _rng, _selftest, _state)
 
     _selftest.refuse_conflicts()
     _selftest.check_torch()
 
     _state.config = cfg
-    _memory.init(cfg.devices, cfg.memory_capacity, cfg.float64)
+    _memory.init(cfg.devices, cfg.memory_capacity)
+    _float64.init(cfg.float64)
     guard = _guard.choose(cfg.devices)
     _rng.init(cfg.devices)
     _fallback.init(cfg.op_table_version)
@@ -122,6 +127,7 @@ def _install(cfg: SimConfig) -> None:
     _libraries.extend((fallback_lib, aten_lib))
     fallback_lib.fallback(_dispatch.boxed_fallback, "PrivateUse1")
     _direct.register(aten_lib, _fallback.native_set())
+    _float64.register(aten_lib)
     _amp.register(fallback_lib, aten_lib)
     _patches.apply()
     _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
@@ -173,20 +179,37 @@ def _install_torch_npu_stand_in() -> None:
 def install_from_env() -> SimConfig:
     """Install with arguments from ``ASCEND_COMPAT_SIM_*`` (see ``ascend_compat._config``).
 
-    Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``.
+    Under torchrun the default device count is ``max(1, LOCAL_WORLD_SIZE)``. An invalid value is
+    ignored with a warning (its default applies): the environment never stops the program.
     """
+    from ascend_compat import _config as _env
+    from ascend_compat.simulator import faults
     from ascend_compat.simulator._config import env_arguments
 
-    return install(**env_arguments())
+    cfg = install(**env_arguments(strict=False))
+    from ascend_compat.simulator import numerics
+
+    try:
+        numerics.install_from_env()
+    except ValueError as exc:
+        _env.warn_invalid("ASCEND_COMPAT_SIM_NUMERICS", os.environ.get("ASCEND_COMPAT_SIM_NUMERICS", ""), str(exc),
+                          "exact float32")
+    if not faults.active():
+        try:
+            faults.install_from_env()
+        except faults.FaultError as exc:
+            _env.warn_invalid("ASCEND_COMPAT_SIM_FAULTS", os.environ.get("ASCEND_COMPAT_SIM_FAULTS", ""), str(exc),
+                              "no fault injected")
+    return cfg
 
 
 @contextlib.contextmanager
 def policy(float64: str):
-    """Temporarily switch the float64 policy (process-wide, not thread-local; for tests)."""
-    from ascend_compat.simulator import _config, _memory
+    """Temporarily switch the float64 mode (process-wide, not thread-local; for tests)."""
+    from ascend_compat.simulator import _config, _float64
 
     _config.check_float64(float64)
     if _installed is None:
         raise RuntimeError("policy() needs the simulated NPU installed (call install() first)")
-    with _memory.override_float64(float64):
+    with _float64.override(float64):
         yield

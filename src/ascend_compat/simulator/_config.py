@@ -12,7 +12,7 @@ from typing import Optional
 
 from ascend_compat import _config as _env
 
-FLOAT64_MODES = ("error", "strict", "warn", "allow")
+FLOAT64_MODES = ("torch_npu", "warn", "strict", "allow")  # see simulator._float64
 AUTOGRAD_THREAD_MODES = ("caller", "device")  # see simulator._autograd
 
 #: SoC names torch_npu knows (torch_npu.npu.get_soc_version names), see the reference notes.
@@ -42,7 +42,7 @@ class SimConfig:
     """
 
     devices: int = 1
-    float64: str = "error"
+    float64: str = "torch_npu"
     memory_capacity: Optional[int] = None
     soc: str = "Ascend910B3"
     torch_npu_version: Optional[str] = None
@@ -65,7 +65,12 @@ def _check_devices(devices: object) -> int:
 
 
 def check_float64(mode: object) -> str:
-    """Return ``mode`` if it is a valid float64 policy, else raise :class:`SimConfigError`."""
+    """Return ``mode`` if it is a valid float64 mode, else raise :class:`SimConfigError`."""
+    if mode == "error":
+        raise SimConfigError(
+            "float64 mode 'error' was removed: it refused float64 npu tensors that real NPUs allocate. "
+            "Use 'strict' to have every float64 use on the device reported, or the default 'torch_npu' "
+            "(install(float64=...) or ASCEND_COMPAT_SIM_FLOAT64)")
     if mode not in FLOAT64_MODES:
         raise SimConfigError(
             f"float64 policy must be one of {', '.join(FLOAT64_MODES)}, got {mode!r} "
@@ -136,7 +141,7 @@ def _resolve_version(version: object) -> Optional[str]:
     return key
 
 
-def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910B3",
+def make_config(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910B3",
                 torch_npu_version=None, autograd_threads="caller") -> SimConfig:
     """Validate the arguments of ``install()`` and return the resulting :class:`SimConfig`."""
     return SimConfig(
@@ -150,30 +155,50 @@ def make_config(devices=1, float64="error", memory_capacity=None, soc="Ascend910
     )
 
 
-def env_arguments() -> dict:
+_ENV_KEYS = (("ASCEND_COMPAT_SIM_DEVICES", "devices"), ("ASCEND_COMPAT_SIM_FLOAT64", "float64"),
+             ("ASCEND_COMPAT_SIM_MEMORY", "memory_capacity"), ("ASCEND_COMPAT_SIM_SOC", "soc"),
+             ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version"),
+             ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads"))
+
+
+def _env_value(var: str, key: str, raw: str):
+    """The ``install()`` value for one variable; SimConfigError (naming the variable) if invalid."""
+    value: object = raw
+    if key == "devices":
+        try:
+            value = int(raw) if var != "LOCAL_WORLD_SIZE" else max(1, int(raw))
+        except ValueError:
+            raise SimConfigError(f"{var} must be an integer, got {raw!r}") from None
+    try:
+        make_config(**{key: value})
+    except SimConfigError as exc:
+        raise SimConfigError(f"{var}={raw!r}: {exc}") from None
+    return value
+
+
+def env_arguments(strict: bool = True) -> dict:
     """``install()`` keyword arguments from the ``ASCEND_COMPAT_SIM_*`` variables.
 
     Under torchrun (``LOCAL_WORLD_SIZE`` set) the default device count is
     ``max(1, LOCAL_WORLD_SIZE)``, as a real node has at least one NPU per local rank.
+    An invalid value raises :class:`SimConfigError` naming the variable; with ``strict=False`` it
+    is left out (the default applies) with one warning instead, so that a typo in the environment
+    never stops the program that imported ascend_compat.
     """
     kwargs: dict = {}
-    raw = os.environ.get("ASCEND_COMPAT_SIM_DEVICES", "").strip()
-    if raw:
+    for var, key in _ENV_KEYS:
+        raw = os.environ.get(var, "").strip()
+        if not raw and key == "devices" and os.environ.get("LOCAL_WORLD_SIZE", "").strip():
+            var, raw = "LOCAL_WORLD_SIZE", os.environ["LOCAL_WORLD_SIZE"].strip()
+        if not raw:
+            continue
         try:
-            kwargs["devices"] = int(raw)
-        except ValueError as exc:
-            raise SimConfigError(f"ASCEND_COMPAT_SIM_DEVICES must be an integer, got {raw!r}") from exc
-    else:
-        lws = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-        if lws:
-            try:
-                kwargs["devices"] = max(1, int(lws))
-            except ValueError as exc:
-                raise SimConfigError(f"LOCAL_WORLD_SIZE must be an integer, got {lws!r}") from exc
-    for var, key in (("ASCEND_COMPAT_SIM_FLOAT64", "float64"), ("ASCEND_COMPAT_SIM_MEMORY", "memory_capacity"),
-                     ("ASCEND_COMPAT_SIM_SOC", "soc"), ("ASCEND_COMPAT_SIM_TORCH_NPU_VERSION", "torch_npu_version"),
-                     ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads")):
-        value = os.environ.get(var, "").strip()
-        if value:
-            kwargs[key] = value
+            kwargs[key] = _env_value(var, key, raw)
+        except SimConfigError as exc:
+            if strict:
+                raise
+            problem = str(exc)
+            prefix = f"{var}={raw!r}: "
+            _env.warn_invalid(var, raw, problem[len(prefix):] if problem.startswith(prefix) else problem,
+                              "using the default")
     return kwargs

@@ -109,6 +109,17 @@ def _overloads(native=frozenset(), fallback_ops: bool = False):
         yield op, ("structured" if structured else "composite" if foreach and key not in native else "plain")
 
 
+def mode_of(op) -> str:
+    """How torch_npu reaches ``op`` (the ``fallback_mode`` of :func:`_overloads`): "structured",
+    "composite" (a ``_foreach_*`` op) or "plain" - for code that puts its own kernel over ours."""
+    qualname = op._schema.name + ("" if op._overloadname in ("", "default") else "." + op._overloadname)
+    if _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional") and _has_kernel(qualname, "CPU"):
+        return "structured"
+    if op._schema.name.startswith("aten::_foreach_") and _has_kernel(qualname, "CompositeExplicitAutograd"):
+        return "composite"
+    return "plain"
+
+
 def register(lib: torch.library.Library, native=frozenset()) -> int:
     """Register direct kernels on ``lib`` (an ``aten`` IMPL library); return how many.
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from ascend_compat.simulator import _fallback, _memory, _rng, _state
+from ascend_compat.simulator import _fallback, _float64, _memory, _rng, _state
 
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _Tensor = torch.Tensor
@@ -44,7 +44,7 @@ class Plan:
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists")
+                 "lists", "fast_lists", "f64_check")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
@@ -93,8 +93,11 @@ class Plan:
         self.device_pos = next((i for i, a in enumerate(pos_args) if "Device" in str(a.type)), None)
         self.device_kw = next((a.name for a in kw_args if "Device" in str(a.type)), None)
         self.fallback = None if self.kind != "compute" else _fallback.fallback_name(op, mode)
+        # torch_npu's own float64 refusals (sort.stable, max.dim, ...): checked in run()
+        self.f64_check = None if self.kind != "compute" else _float64.op_check(op)
         # the common case: no generator, no device argument, no list arguments, one Tensor result
-        self.simple = (self.gen_pos is None and self.gen_kw is None and not self.seeded_no_gen
+        self.simple = (self.f64_check is None and self.gen_pos is None and self.gen_kw is None
+                       and not self.seeded_no_gen
                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
                        and self.returns_alias is None and self.single_tensor_return
                        and not any(str(a.type) in _LIST_TYPES for a in args))
@@ -312,6 +315,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         return plan.redispatch(_CPU_KS, *args, **kwargs)
     if kind == "special":
         return plan.special(plan.op, *args, **kwargs)
+    if plan.f64_check is not None:
+        plan.f64_check(args, kwargs)
     if plan.fallback is not None:
         _fallback.hit(plan.fallback)
     if plan.simple:

@@ -5,8 +5,8 @@ capsule whose device field was rewritten to (kDLExtDev, index); torch maps kDLEx
 PrivateUse1. The reverse retag gives a zero-copy CPU alias.
 
 Every device allocation goes through :func:`allocate` or :func:`adopt` (the funnel): the float64
-policy, the capacity check and the exact accounting live there. Accounting uses a weakref callback
-on the *host* tensor exported into the capsule: torch keeps that tensor's Python object alive (PyObject
+mode's report (``_float64.check_allocation``), the capacity check and the exact accounting live
+there. Accounting uses a weakref callback on the *host* tensor exported into the capsule: torch keeps that tensor's Python object alive (PyObject
 preservation) for as long as the capsule's owner, the device storage, lives, so the callback fires
 exactly when the last device view dies. A storage deleter written with ctypes would run Python while
 C++ may be unwinding an exception; weakref callbacks are safe then (pitfall 6).
@@ -21,15 +21,15 @@ Interface for ``npu_api``: ``host_alias``, ``to_device``, ``memory_stats``, ``me
 from __future__ import annotations
 
 import collections
-import contextlib
 import ctypes
 import os
 import threading
-import warnings
 import weakref
 from typing import Dict, Optional
 
 import torch
+
+from ascend_compat.simulator import _float64
 
 KDL_CPU = 1
 KDL_EXT_DEV = 12
@@ -53,11 +53,9 @@ _SMALL_SIZE = 1 << 20  # torch_npu's kSmallSize: blocks up to 1 MiB come from th
 _lock = threading.RLock()
 _live: Dict[int, "_Ref"] = {}  # id(ref) -> ref: keeps each allocation's weakref (and callback) alive
 _hosts: Dict[int, "_Ref"] = {}  # data_ptr -> weakref to the host tensor behind a device allocation
-_f64_override: Optional[str] = None
-_f64_mode = "error"
 _num_devices = 0
 
-_NARROW = (torch.float64, torch.complex128)
+_WIDE = _float64.WIDE
 
 # torch_npu initialises the device at its first allocation; a child forked after that cannot use
 # the device ("Cannot re-initialize NPU in forked subprocess"). False until the first allocation
@@ -210,11 +208,10 @@ class _DeviceStats:
 _devices: list = []
 
 
-def init(num_devices: int, capacity: Optional[int], float64: str) -> None:
+def init(num_devices: int, capacity: Optional[int]) -> None:
     """Set up per-device accounting (called once by ``install``)."""
-    global _num_devices, _f64_mode
+    global _num_devices
     _num_devices = num_devices
-    _f64_mode = float64
     _devices[:] = [_DeviceStats() for _ in range(num_devices)]
     for d in _devices:
         d.capacity = capacity
@@ -324,58 +321,17 @@ def _check_capacity(index: int, requested: int) -> None:
                 _oom(index, block)
 
 
-# --- float64 policy -------------------------------------------------------------------------
-
-def float64_mode() -> str:
-    """The float64 policy in force (a ``policy()`` override wins over the install setting)."""
-    return _f64_override or _f64_mode
-
-
-@contextlib.contextmanager
-def override_float64(mode: str):
-    """Temporarily use another float64 policy (process-wide; meant for tests)."""
-    global _f64_override
-    old = _f64_override
-    _f64_override = mode
-    try:
-        yield
-    finally:
-        _f64_override = old
-
-
-def _check_dtype(dtype: torch.dtype, numel: int) -> None:
-    if dtype not in _NARROW:
-        return
-    mode = _f64_override or _f64_mode
-    # "error" lets through the single values PyTorch internals compute in float64 on the device
-    # (printing, GradScaler, pinv/lstsq tolerances): 0-dim tensors and views of them.
-    if mode == "allow" or (mode == "error" and numel <= 1):
-        return
-    name = "float64" if dtype == torch.float64 else "complex128"
-    if mode == "warn":
-        warnings.warn(
-            f"{name} tensor created on the simulated NPU: Ascend NPUs do not support {name} in most "
-            "operators; use float32 (policy 'warn', ASCEND_COMPAT_SIM_FLOAT64)", UserWarning, stacklevel=3)
-        return
-    raise TypeError(
-        f"{name} tensors are not supported on Ascend NPU (the simulator's float64 policy is {mode!r}"
-        + (", which allows only single values" if mode == "error" else "")
-        + "). Convert to float32 before moving to npu (e.g. .float()), or simulate anyway with "
-        "install(float64='allow') / ASCEND_COMPAT_SIM_FLOAT64=allow."
-    )
-
-
 # --- the funnel -------------------------------------------------------------------------------
 
 def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
     """New uninitialised npu tensor on device ``index`` (stride None = contiguous)."""
     if not _device_ready:
         _first_allocation()
-    if dtype in _NARROW:
+    if dtype in _WIDE:
         n = 1
         for d in size:
             n *= d
-        _check_dtype(dtype, n)
+        _float64.check_allocation(dtype, n)
     if stride is None:
         host = torch.empty(size, dtype=dtype)
     else:
@@ -395,8 +351,8 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
         _first_allocation()
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
-    if host.dtype in _NARROW:
-        _check_dtype(host.dtype, host.numel())
+    if host.dtype in _WIDE:
+        _float64.check_allocation(host.dtype, host.numel())
     nbytes = host.untyped_storage().nbytes()
     if nbytes:
         _track(host, index, nbytes)

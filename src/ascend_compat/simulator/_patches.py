@@ -18,8 +18,8 @@ _pinned_lock = threading.Lock()
 
 def _patch_tensor_str():
     # Printing formats a host alias: torch's formatter upcasts to float64 on the tensor's own
-    # device, which the float64 policy would reject (pitfall 7); the device suffix is added by the
-    # caller from the original tensor.
+    # device, where the 'strict' float64 policy would refuse it (pitfall 7); the device suffix is
+    # added by the caller from the original tensor.
     import torch._tensor_str as ts
 
     orig = ts._tensor_str

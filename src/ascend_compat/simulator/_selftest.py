@@ -129,6 +129,9 @@ def probe_installed() -> None:
         del x, y, z
         if _memory.memory_allocated(0) != before:
             raise SimulatorUnavailable("self-check: simulated NPU memory was not released")
+        # the user's statistics start at zero, as on a fresh torch_npu process
+        _memory.reset_accumulated_memory_stats(0)
+        _memory.reset_peak_memory_stats(0)
     except SimulatorUnavailable:
         raise
     except Exception as exc:

@@ -1,6 +1,7 @@
 """A DeepSpeed ZeRO training script, as written for GPUs (prints one RESULT JSON per rank).
 
 Usage (2 ranks): torchrun --nproc_per_node 2 -m ascend_compat run --simulate ds_train.py [--stage N] [--apply]
+            or: ascend-compat run --simulate --devices 2 $(which deepspeed) --num_gpus 2 ds_train.py
 """
 import argparse
 import json
@@ -11,9 +12,10 @@ import torch
 ap = argparse.ArgumentParser()
 ap.add_argument("--stage", type=int, default=2)
 ap.add_argument("--apply", action="store_true")
+ap.add_argument("--local_rank", type=int, default=-1)  # passed by the deepspeed launcher
 args = ap.parse_args()
 if args.apply:
-    from ascend_compat.ecosystem import deepspeed_patch
+    from ascend_compat.ecosystem.integrations import deepspeed_patch
 
     deepspeed_patch.apply()
 

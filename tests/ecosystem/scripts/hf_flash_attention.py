@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-from ascend_compat.ecosystem import transformers_patch  # noqa: E402
+from ascend_compat.ecosystem.integrations import transformers_patch  # noqa: E402
 
 SEQ = 12
 DEV = "cuda" if shim else "npu"  # a CUDA script under the shim; npu code otherwise

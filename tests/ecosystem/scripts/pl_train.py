@@ -2,7 +2,7 @@
 
 Usage: python pl_train.py ACCELERATOR[@PRECISION][,...] DEVICES [--apply] [--strategy S]
 Several comma-separated accelerators train one after the other in this process (one RESULT each).
-``--apply`` calls ascend_compat.ecosystem.lightning.apply() (needs ascend_compat imported: use
+``--apply`` calls ascend_compat.ecosystem.integrations.lightning.apply() (needs ascend_compat imported: use
 ``ascend-compat run --simulate``); without it the script is plain Lightning code, as a user writes it.
 """
 import argparse
@@ -18,7 +18,7 @@ ap.add_argument("--apply", action="store_true")
 ap.add_argument("--strategy", default="auto")
 args = ap.parse_args()
 if args.apply:
-    from ascend_compat.ecosystem import lightning as npu_lightning
+    from ascend_compat.ecosystem.integrations import lightning as npu_lightning
 
     npu_lightning.apply()
 

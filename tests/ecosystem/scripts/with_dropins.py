@@ -6,7 +6,7 @@ activation this launcher only confirms they are there.
 import runpy
 import sys
 
-from ascend_compat.ecosystem import _modules
+from ascend_compat.ecosystem.dropins import _finder as _modules
 
 _modules.install()
 script = sys.argv[1]

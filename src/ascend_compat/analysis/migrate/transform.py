@@ -14,7 +14,7 @@ else, so ``os.path.join(src, "cuda")`` or a log message is never touched. Rewrit
   import ...`` / ``import torch.cuda as m`` / ``from torch import cuda`` -> the ``torch_npu.npu`` module;
 * TF32 switches -> HF32 (``torch.backends.cuda.matmul.allow_tf32`` -> ``torch.npu.matmul.allow_hf32``,
   ``torch.backends.cudnn.allow_tf32`` -> ``torch.npu.conv.allow_hf32``);
-* ``flash_attn`` imports -> ``ascend_compat.ecosystem.flash_attn`` (the drop-in);
+* ``flash_attn`` imports -> ``ascend_compat.ecosystem.dropins.flash_attn`` (the drop-in);
 * ``import torch_npu`` inserted once, after the first ``import torch``, when anything above needs it.
 
 Everything else that ``check`` reports is listed as not rewritten (and, with ``annotate=True``,
@@ -35,7 +35,7 @@ ENV_RENAMES = {"CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES",
 HF32 = {"torch.backends.cuda.matmul.allow_tf32": "torch.npu.matmul.allow_hf32",
         "torch.backends.cudnn.allow_tf32": "torch.npu.conv.allow_hf32"}
 FLASH_MODULES = {"flash_attn", "flash_attn.flash_attn_interface", "flash_attn.bert_padding"}
-FLASH_TARGET = "ascend_compat.ecosystem.flash_attn"
+FLASH_TARGET = "ascend_compat.ecosystem.dropins.flash_attn"
 
 
 #: rules some finding of which migrate may rewrite (files without any are not re-parsed with libcst)

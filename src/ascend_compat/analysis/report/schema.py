@@ -17,7 +17,7 @@ SCHEMA_VERSION = "1.0"
 
 def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None) -> dict:
     """The report dict: summary + the files that have findings or errors (in scan order)."""
-    from ascend_compat import __version__
+    from ascend_compat._version import __version__
 
     results = list(results)
     findings = [f for r in results for f in r.findings]

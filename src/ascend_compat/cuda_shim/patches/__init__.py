@@ -1,7 +1,9 @@
 """One module per CUDA concept; each has ``patches() -> list[Change]``.
 
 :data:`ORDER` is the order they are applied in (and reverted in reverse). The environment is not
-here: it is translated before the backend initialises (see :mod:`ascend_compat._activation`).
+here: it is translated before the backend initialises, and the third-party libraries' changes
+(:mod:`ascend_compat.ecosystem`) are added by :mod:`ascend_compat._activation`, which sits above
+both.
 """
 ORDER = (
     "factories",
@@ -19,5 +21,4 @@ ORDER = (
     "profiler",
     "compile",
     "cpp_extension",
-    "ecosystem",
 )

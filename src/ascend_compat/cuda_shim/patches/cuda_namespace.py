@@ -46,17 +46,19 @@ def seeing_real_cuda() -> bool:
 
 
 def capability_default() -> tuple[int, int]:
-    """``ASCEND_COMPAT_DEVICE_CAPABILITY="major.minor"`` or (8, 0)."""
+    """``ASCEND_COMPAT_DEVICE_CAPABILITY="major.minor"`` or (8, 0) (also, with a warning, for an invalid value)."""
     text = os.environ.get("ASCEND_COMPAT_DEVICE_CAPABILITY", "").strip()
     if not text:
         return DEFAULT_CAPABILITY
     try:
         major, minor = (int(p) for p in text.split("."))
         return major, minor
-    except ValueError:
-        raise ValueError(
-            f"ASCEND_COMPAT_DEVICE_CAPABILITY={text!r} is not 'major.minor' (for example '8.0')"
-        ) from None
+    except ValueError:  # a typo must not stop the user's program
+        from ascend_compat import _config
+
+        _config.warn_invalid("ASCEND_COMPAT_DEVICE_CAPABILITY", text, "expected 'major.minor' (for example '8.0')",
+                             f"using {DEFAULT_CAPABILITY[0]}.{DEFAULT_CAPABILITY[1]}")
+        return DEFAULT_CAPABILITY
 
 
 # --------------------------------------------------------------------------- stubs
@@ -121,6 +123,7 @@ def _emulations(torch: Any, npu: Any, cuda_original: Any) -> dict[str, Any]:
     def is_available() -> bool:
         if getattr(_TRUTH, "depth", 0):
             return original_is_available()
+        hit("torch.cuda.is_available")
         return npu.is_available()
 
     original_device_count = cuda_original.device_count
@@ -128,6 +131,7 @@ def _emulations(torch: Any, npu: Any, cuda_original: Any) -> dict[str, Any]:
     def device_count() -> int:
         if getattr(_TRUTH, "depth", 0):
             return original_device_count()
+        hit("torch.cuda.device_count")
         return npu.device_count()
 
     def get_device_capability(device: Any = None) -> tuple[int, int]:

@@ -23,7 +23,30 @@ LEGACY_TENSOR_TYPES = {
 }
 
 
-def _to(original):
+def _translated_to_args(args: tuple, kwargs: dict, what: str, device_cls: type) -> tuple[tuple, dict]:
+    """The device and memory-format arguments of a ``to(...)`` call translated; shared by
+    ``Tensor.to`` and ``Module.to`` (``what`` names the call in the translation counters)."""
+    if args:
+        a = args[0]
+        t = type(a)
+        if t is str or t is device_cls or t is int:
+            n = translate(a, True)
+            if n is not a:
+                args = (n,) + args[1:]
+                hit(what)
+    if kwargs:
+        d = kwargs.get("device")
+        if d is not None:
+            n = translate(d, True)
+            if n is not d:
+                kwargs["device"] = n
+                hit(what)
+        if policies.CHANNELS_LAST and "memory_format" in kwargs:
+            kwargs["memory_format"] = policies.keep_contiguous(kwargs["memory_format"])
+    return args, kwargs
+
+
+def _to_wrapper(original, what: str):
     import torch
 
     from ascend_compat.cuda_shim._device_type import real_device_class
@@ -31,28 +54,16 @@ def _to(original):
     device_cls = real_device_class(torch)
 
     def to(self, *args: Any, **kwargs: Any) -> Any:
-        if args:
-            a = args[0]
-            t = type(a)
-            if t is str or t is device_cls or t is int:
-                n = translate(a, True)
-                if n is not a:
-                    args = (n,) + args[1:]
-                    hit("Tensor.to")
-        if kwargs:
-            d = kwargs.get("device")
-            if d is not None:
-                n = translate(d, True)
-                if n is not d:
-                    kwargs["device"] = n
-                    hit("Tensor.to")
-            if policies.CHANNELS_LAST and "memory_format" in kwargs:
-                kwargs["memory_format"] = policies.keep_contiguous(kwargs["memory_format"])
+        args, kwargs = _translated_to_args(args, kwargs, what, device_cls)
         if dtype_manager._POLICY is not _OFF:
-            args, kwargs = _dtype_for_to(self, args, kwargs, "Tensor.to")
+            args, kwargs = _dtype_for_to(self, args, kwargs, what)
         return original(self, *args, **kwargs)
 
     return make_wrapper(original, to)
+
+
+def _to(original):
+    return _to_wrapper(original, "Tensor.to")
 
 
 def _dtype_for_to(self: Any, args: tuple, kwargs: dict, what: str) -> tuple[tuple, dict]:
@@ -140,26 +151,7 @@ def _type(original):
 
 
 def _module_to(original):
-    def to(self, *args: Any, **kwargs: Any) -> Any:
-        if args:
-            a = args[0]
-            n = translate(a, True)
-            if n is not a:
-                args = (n,) + args[1:]
-                hit("Module.to")
-        d = kwargs.get("device")
-        if d is not None:
-            n = translate(d, True)
-            if n is not d:
-                kwargs["device"] = n
-                hit("Module.to")
-        if policies.CHANNELS_LAST and "memory_format" in kwargs:
-            kwargs["memory_format"] = policies.keep_contiguous(kwargs["memory_format"])
-        if dtype_manager.active():
-            args, kwargs = _dtype_for_to(self, args, kwargs, "Module.to")
-        return original(self, *args, **kwargs)
-
-    return make_wrapper(original, to)
+    return _to_wrapper(original, "Module.to")
 
 
 def _contiguous(original):

@@ -1,0 +1,367 @@
+"""The live recorder: a ``TorchDispatchMode`` that notes every NPU op of the recorded steps.
+
+:func:`profile` returns a :class:`Recorder`, a context manager. Steps are marked by
+:meth:`Recorder.step` or, with ``auto_step=True``, by every ``optimizer.step()``. The first
+``warmup`` steps (lazy initialisation, first-call allocations) are left out of the report, then
+``steps`` steps are recorded (``None``: until exit). With ``stop_after=True`` the end of the last recorded step
+raises :class:`StopProfiling` (a ``SystemExit``, so the user's ``except Exception`` does not swallow
+it), which ``ascend-compat profile`` uses to end a long script early.
+
+Ops are routed as the dispatcher would route them on torch_npu (:mod:`ascend_compat.coverage._routing`:
+native, composite - whose pieces are then recorded - or CPU fallback), with the emulated version's
+table under the simulator and the dispatcher's own registrations on real torch_npu. Every op still
+runs the kernel it would have run, so results are unchanged. Dispatch modes are per thread: enter
+and exit a recorder in the thread that runs the step (backward started there is seen too).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import weakref
+from typing import Any, List, Optional
+
+from ascend_compat.coverage._context import ModuleStack
+from ascend_compat.perf.events import OpEvent, StepRecord
+
+__all__ = ["profile", "Recorder", "StopProfiling"]
+
+#: ops whose output size depends on the data: the host must wait for the device to size the result
+DATA_DEPENDENT = frozenset({
+    "aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive",
+    "aten::_unique", "aten::repeat_interleave.Tensor", "aten::argwhere", "aten::nonzero_static",
+})
+#: indexing ops that become data-dependent (a hidden ``nonzero``) when an index is a boolean mask
+BOOL_INDEXED = frozenset({"aten::index.Tensor", "aten::index_put_", "aten::index_put", "aten::_index_put_impl_"})
+#: matmul / convolution ops whose inputs are checked for layout
+MATMUL_CONV = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::convolution",
+                         "aten::_convolution", "aten::convolution_backward"})
+_CONV = frozenset({"aten::convolution", "aten::_convolution", "aten::convolution_backward"})
+
+
+class StopProfiling(SystemExit):
+    """Raised at the end of the last recorded step by a recorder made with ``stop_after=True``."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
+def profile(steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
+            stop_after: bool = False, max_events: int = 1_000_000) -> "Recorder":
+    """A :class:`Recorder` (use it as a context manager around the training loop)."""
+    return Recorder(steps=steps, warmup=warmup, auto_step=auto_step, stop_after=stop_after,
+                    max_events=max_events)
+
+
+class Recorder:
+    """Records the NPU ops of steps ``warmup .. warmup + steps - 1`` (see the module docstring)."""
+
+    def __init__(self, steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
+                 stop_after: bool = False, max_events: int = 1_000_000) -> None:
+        if steps is not None and steps < 1:
+            raise ValueError(f"steps must be at least 1, got {steps}")
+        if warmup < 0:
+            raise ValueError(f"warmup must not be negative, got {warmup}")
+        if stop_after and steps is None:
+            raise ValueError("stop_after needs a number of steps")
+        self.steps, self.warmup = steps, warmup
+        self.auto_step, self.stop_after, self.max_events = auto_step, stop_after, max_events
+        self._record = StepRecord()
+        self._step = 0
+        self._recording = False
+        self._step_start = 0
+        self._mode = None
+        self._handles: List[Any] = []
+        self._modules = ModuleStack()
+        self._in_optimizer = 0
+        self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+        self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
+        self._str_original = None
+        self._thread: Optional[int] = None
+
+    # ------------------------------------------------------------------ steps
+    @property
+    def current_step(self) -> int:
+        return self._step
+
+    def _update_recording(self) -> None:
+        # warm-up steps are recorded too and left out by record(), so that a run that never reaches
+        # the end of its warm-up (a script without optimizer.step()) still has something to report
+        last = None if self.steps is None else self.warmup + self.steps - 1
+        self._recording = last is None or self._step <= last
+        if self._recording:
+            self._step_start = time.perf_counter_ns()
+            if self._step not in self._record.steps:
+                self._record.steps.append(self._step)
+
+    def step(self) -> None:
+        """End the current step and start the next one."""
+        if self._recording:
+            self._record.step_ns[self._step] = (self._step_start, time.perf_counter_ns())
+        finished = self._recording and self.steps is not None and self._step == self.warmup + self.steps - 1
+        self._step += 1
+        self._modules.clear()
+        self._update_recording()
+        if finished and self.stop_after:
+            raise StopProfiling()
+
+    # ------------------------------------------------------------------ enter / exit
+    def __enter__(self) -> "Recorder":
+        import torch
+
+        if self._mode is not None:
+            raise RuntimeError("this recorder is already active")
+        self._thread = threading.get_ident()
+        self._mode = _make_mode(self)
+        self._mode.__enter__()
+        self._install_hooks(torch)
+        self._update_recording()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._recording and self._step not in self._record.step_ns:
+            self._record.step_ns[self._step] = (self._step_start, time.perf_counter_ns())
+        self._recording = False
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._modules.remove()
+        if self._str_original is not None:
+            import torch._tensor_str
+
+            torch._tensor_str._str = self._str_original
+            self._str_original = None
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            mode.__exit__(*exc_info)
+
+    def record(self) -> StepRecord:
+        """The recorded steps after the warm-up (all steps, with a note, when the run ended first)."""
+        full = self._record
+        wanted = [s for s in full.steps if s >= self.warmup]
+        notes = list(full.notes)
+        if not wanted:
+            wanted = list(full.steps)
+            notes.append(f"the run ended before its {self.warmup} warm-up step(s) were over (no step boundary: "
+                         "optimizer.step() or Recorder.step()); everything it ran is reported as one step")
+        keep = set(wanted)
+        return StepRecord(steps=wanted, step_ns={k: v for k, v in full.step_ns.items() if k in keep},
+                          events=[e for e in full.events if e.step in keep], optimizers=dict(full.optimizers),
+                          dropped=full.dropped, source=full.source, notes=notes)
+
+    def report(self, backend: str = ""):
+        """The findings (:class:`ascend_compat.perf.report.Report`) of what was recorded; ``backend``
+        names where it ran, for the report's header."""
+        from ascend_compat.perf.rules import analyze
+
+        return analyze(self.record(), backend)
+
+    # ------------------------------------------------------------------ hooks
+    def _install_hooks(self, torch) -> None:
+        from torch.optim import optimizer as optim_module
+
+        self._modules.install()
+        self._handles.append(optim_module.register_optimizer_step_pre_hook(self._optimizer_pre))
+        self._handles.append(optim_module.register_optimizer_step_post_hook(self._optimizer_post))
+        import torch._tensor_str
+
+        original = torch._tensor_str._str
+        recorder = self
+
+        def _str(tensor, *args, **kwargs):
+            if recorder._recording and tensor.device.type == _device_name():
+                recorder._note_print(tensor)
+            return original(tensor, *args, **kwargs)
+
+        self._str_original = original
+        torch._tensor_str._str = _str
+
+    def _optimizer_pre(self, optimizer, args, kwargs) -> None:
+        self._in_optimizer += 1
+        if self._recording:
+            self._record.optimizers[type(optimizer).__name__] = _optimizer_impl(optimizer)
+
+    def _optimizer_post(self, optimizer, args, kwargs) -> None:
+        self._in_optimizer = max(0, self._in_optimizer - 1)
+        if self.auto_step and self._in_optimizer == 0:
+            self.step()
+
+    # ------------------------------------------------------------------ events
+    def _add(self, event: OpEvent) -> None:
+        if len(self._record.events) >= self.max_events:
+            self._record.dropped += 1
+        else:
+            self._record.events.append(event)
+
+    def _note_print(self, tensor) -> None:
+        from ascend_compat.coverage._routing import user_frame
+
+        self._add(OpEvent(self._step, "print", "other", user_frame(2), self._module(),
+                          (tuple(tensor.shape),), (str(tensor.dtype).replace("torch.", ""),),
+                          tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns()))
+
+    def _module(self) -> str:
+        return self._modules.current()
+
+
+def _device_name() -> str:
+    import torch
+
+    return torch._C._get_privateuse1_backend_name()
+
+
+def _nbytes(t) -> int:
+    return t.numel() * t.element_size()
+
+
+def _optimizer_impl(optimizer) -> str:
+    """``fused``, ``foreach`` or ``single_tensor``: how ``optimizer.step()`` will run its update."""
+    defaults = getattr(optimizer, "defaults", {}) or {}
+    if defaults.get("fused"):
+        return "fused"
+    foreach = defaults.get("foreach")
+    if foreach is None and "foreach" in defaults:
+        from torch.optim.optimizer import _default_to_fused_or_foreach
+
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        _, foreach = _default_to_fused_or_foreach(params, bool(defaults.get("differentiable")), use_fused=False)
+    return "foreach" if foreach else "single_tensor"
+
+
+def _make_mode(recorder: Recorder):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    from ascend_compat.coverage import _routing
+
+    sim = sys.modules.get("ascend_compat.simulator")
+    if sim is not None and sim.is_installed():
+        from ascend_compat.simulator import _fallback
+
+        router = _routing.Router(_routing.table_predicate(_fallback.native_set()))
+    else:
+        router = _routing.Router(_routing.dispatcher_predicate())
+    device = _device_name()
+    Tensor = torch.Tensor
+    COMPOSITE, FALLBACK = _routing.COMPOSITE, _routing.FALLBACK
+    user_frame, qualified = _routing.user_frame, _routing.qualified
+    perf_ns = time.perf_counter_ns
+    current_node = torch._C._current_autograd_node
+
+    def tensors(args, kwargs):
+        for a in args:
+            if isinstance(a, Tensor):
+                yield a
+            elif isinstance(a, (list, tuple)):
+                for e in a:
+                    if isinstance(e, Tensor):
+                        yield e
+        for v in kwargs.values():
+            if isinstance(v, Tensor):
+                yield v
+
+    def on_device(x) -> bool:
+        if isinstance(x, Tensor):
+            return x.device.type == device
+        if isinstance(x, torch.device):  # a factory's device= argument
+            return x.type == device
+        if isinstance(x, (list, tuple)):
+            return any(isinstance(e, Tensor) and e.device.type == device for e in x)
+        return False
+
+    def flops_of(func, args, kwargs, out) -> int:
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is None:
+            return 0
+        try:
+            return int(formula(*args, **kwargs, out_val=out))
+        except Exception:  # a formula that does not know this overload's arguments: count nothing
+            return 0
+
+    def layout_tags(name, ins) -> tuple:
+        tags = []
+        for t in ins:
+            if t.dim() < 2 or t.is_contiguous():
+                continue
+            if name in _CONV and t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+                tags.append("channels_last")
+            elif not t.transpose(-1, -2).is_contiguous():  # a plain transpose is free on the Cube unit
+                tags.append("noncontiguous")
+        return tuple(dict.fromkeys(tags))
+
+    class _PerfMode(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.decomposing = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            rec = recorder
+            if not rec._recording or _routing.reentrant(self, func) or threading.get_ident() != rec._thread:
+                return func(*args, **kwargs)
+            dev_in = any(on_device(a) for a in args) or any(on_device(v) for v in kwargs.values())
+            kind = "other"
+            if dev_in:
+                kind, key = router.route(func)
+                if kind == COMPOSITE:
+                    return _routing.run_composite(self, func, key, args, kwargs)
+            start = perf_ns()
+            out = func(*args, **kwargs)
+            dur = perf_ns() - start
+            outs = [out] if isinstance(out, Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
+                                                           if isinstance(o, Tensor)]
+            dev_out = any(o.device.type == device for o in outs)
+            name = qualified(func)
+            if name == "aten::lift_fresh" and not dev_in:  # torch.tensor(data) on the CPU: may move next
+                rec._lifted = weakref.ref(args[0]) if args else None
+            if not (dev_in or dev_out):
+                return out
+            ins = list(tensors(args, kwargs))
+            event = OpEvent(rec._step, name, "cpu_fallback" if kind == FALLBACK else ("native" if dev_in else "other"),
+                            user_frame(2), rec._module(),
+                            tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
+                            max((o.numel() for o in outs), default=-1), flops=flops_of(func, args, kwargs, out),
+                            out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur)
+            tags = []
+            if kind == FALLBACK:
+                event.d2h = sum(_nbytes(t) for t in ins if t.device.type == device)
+                event.h2d = sum(_nbytes(o) for o in outs if o.device.type == device)
+            if name == "aten::_local_scalar_dense":
+                event.sync, event.d2h = "item", sum(_nbytes(t) for t in ins)
+            elif dev_in and (name in DATA_DEPENDENT or (name in BOOL_INDEXED and any(
+                    t.dtype in (torch.bool, torch.uint8) for t in ins[1:]))):
+                event.sync = "data_dependent"
+            elif name in ("aten::_to_copy", "aten::copy_") and ins:
+                src = ins[-1] if name == "aten::copy_" else ins[0]
+                dst_dev = (outs[0].device.type if outs else "") if name == "aten::_to_copy" else ins[0].device.type
+                if src.device.type == device and dst_dev != device:
+                    event.sync, event.d2h = "to_cpu", _nbytes(src)
+                elif src.device.type != device and dst_dev == device:
+                    event.h2d = _nbytes(src)
+                    tags.append("pinned" if src.is_pinned() else "pageable")
+                    if not kwargs.get("non_blocking", len(args) > 2 and name == "aten::copy_" and bool(args[2])):
+                        tags.append("blocking")
+                    lifted = rec._lifted() if rec._lifted is not None else None
+                    if lifted is not None and lifted is src:
+                        tags.append("construct")
+            elif name == "aten::lift_fresh" and dev_in:
+                event.h2d = sum(_nbytes(t) for t in ins)
+                tags.append("construct")
+            if func.is_view:
+                tags.append("view")
+            if name in MATMUL_CONV:
+                tags.extend(layout_tags(name, ins))
+            if name == "aten::_softmax" and outs:
+                rec._softmax_out[id(outs[0])] = outs[0]
+            elif name == "aten::log" and ins and rec._softmax_out.get(id(ins[0])) is ins[0]:
+                tags.append("log_of_softmax")
+            if rec._in_optimizer:
+                tags.append("optimizer")
+            if current_node() is not None:
+                tags.append("backward")
+            event.tags = tuple(tags)
+            rec._add(event)
+            return out
+
+    return _PerfMode()

@@ -1,0 +1,211 @@
+"""float64 on the simulated NPU, as torch_npu does it, plus opt-in reporting modes.
+
+What torch_npu 2.14 does (its ``ToKernelNpu.cpp`` and the shipped ``libtorch_npu.so``):
+
+* float64 and complex128 tensors exist on the device: factories with ``dtype=torch.float64``,
+  ``cpu_double.to("npu")`` and ``x.to("npu", torch.float64)`` give float64 npu tensors, and the
+  aclnn kernels that list DT_DOUBLE compute in float64.
+* ``_to_copy`` of an npu tensor asked for float64 by *dtype alone* (no device, no layout:
+  ``x.double()``, ``x.to(torch.float64)``, ``x.type(torch.float64)``) from another dtype returns
+  **float32** and prints once ``Device do not support double dtype now, dtype cast replace with
+  float.`` (:func:`to_copy_dtype`, :data:`DOWNCAST_MESSAGE`).
+
+Modes (``install(float64=...)`` / ``ASCEND_COMPAT_SIM_FLOAT64``, or ``simulator.policy()``):
+
+* ``"torch_npu"`` (default): exactly the above;
+* ``"warn"``: the same, plus a ``UserWarning`` at every float64/complex128 npu allocation and every
+  downcast (reports each float64 use without failing);
+* ``"strict"``: every float64/complex128 npu allocation and every downcast raises ``TypeError``
+  (for code that must be float64-free on the device);
+* ``"allow"``: float64 everywhere, no downcast (a numerical reference, not the hardware).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import warnings
+from typing import Callable, Optional
+
+import torch
+
+MODES = ("torch_npu", "warn", "strict", "allow")
+DEFAULT_MODE = "torch_npu"
+#: torch_npu's one-time message (ToKernelNpu.cpp, TORCH_NPU_WARN_ONCE), verbatim.
+DOWNCAST_MESSAGE = "Device do not support double dtype now, dtype cast replace with float."
+WIDE = (torch.float64, torch.complex128)
+
+_mode = DEFAULT_MODE
+_override: Optional[str] = None
+_downcast_warned = False
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+_redispatch_to_copy = torch.ops.aten._to_copy.default._handle.redispatch_boxed
+
+
+def init(mode: str) -> None:
+    """Set the installed mode (called once by ``install``)."""
+    global _mode
+    _mode = mode
+
+
+def mode() -> str:
+    """The mode in force (a :func:`override` wins over the installed one)."""
+    return _override or _mode
+
+
+@contextlib.contextmanager
+def override(new_mode: str):
+    """Temporarily use another mode (process-wide; meant for tests)."""
+    global _override
+    old = _override
+    _override = new_mode
+    try:
+        yield
+    finally:
+        _override = old
+
+
+def to_copy_dtype(self_dtype: torch.dtype, dtype: Optional[torch.dtype], layout=None,
+                  device=None) -> Optional[torch.dtype]:
+    """The dtype torch_npu's ``_to_copy`` really produces for an npu tensor of ``self_dtype``.
+
+    float32 when float64 is asked for by dtype alone (no ``layout``, no ``device``) from another
+    dtype; otherwise ``dtype`` unchanged. Pure: no message, no mode (see :func:`to_copy`).
+    """
+    if dtype is torch.float64 and layout is None and device is None and self_dtype is not torch.float64:
+        return torch.float32
+    return dtype
+
+
+def _report_downcast(self_dtype: torch.dtype) -> None:
+    global _downcast_warned
+    current = mode()
+    if current == "strict":
+        raise TypeError(
+            f"{self_dtype} -> float64 on the NPU: torch_npu returns float32 here ({DOWNCAST_MESSAGE}) "
+            "(the simulator's float64 mode is 'strict'). Keep the tensor float32 on the device, or move "
+            "it to the CPU first (x.cpu().double()).")
+    if current == "warn":
+        warnings.warn(f"{self_dtype} -> float64 on the simulated NPU returns float32, as torch_npu does "
+                      "(float64 mode 'warn')", UserWarning, stacklevel=3)
+    elif not _downcast_warned:
+        _downcast_warned = True
+        warnings.warn(DOWNCAST_MESSAGE, UserWarning, stacklevel=3)
+
+
+def to_copy(self, **kwargs):
+    """PrivateUse1 kernel of ``aten::_to_copy``: torch_npu's float64 rule, then the copy.
+
+    Runs on every conversion of an npu tensor (``.cpu()``, ``.half()``, ``.to("npu:1")``), so the
+    plain cases copy host to host directly (``_memory``); pinned or non-blocking (a pinned output
+    on torch_npu), non-strided and quantized cases go to torch's composite kernel.
+    """
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    if dtype is torch.float64 and (_override or _mode) != "allow":
+        new = to_copy_dtype(self.dtype, dtype, kwargs.get("layout"), device)
+        if new is not dtype:
+            _report_downcast(self.dtype)
+            kwargs["dtype"] = dtype = new
+    if (kwargs.get("pin_memory") or kwargs.get("non_blocking") or self.is_quantized
+            or kwargs.get("layout") not in (None, torch.strided) or self.layout is not torch.strided):
+        return _redispatch_to_copy(_CPU_KS, self, **kwargs)
+    from ascend_compat.simulator import _memory, _state  # _memory imports this module
+
+    target = device.type if device is not None else "npu"
+    if target not in ("cpu", "npu"):
+        return _redispatch_to_copy(_CPU_KS, self, **kwargs)
+    fmt = kwargs.get("memory_format") or torch.preserve_format
+    out = _memory.host_for(self, False).to(dtype=dtype or self.dtype, memory_format=fmt, copy=True)
+    if target == "cpu":
+        return out
+    index = self.device.index if device is None else _state.check_index(device)
+    return _memory.adopt(out, index)
+
+
+def register(lib: torch.library.Library) -> None:
+    """Register :func:`to_copy` for npu tensors on ``lib`` (an ``aten`` IMPL library)."""
+    lib.impl(torch.ops.aten._to_copy.default, to_copy, "PrivateUse1")
+
+
+def check_allocation(dtype: torch.dtype, numel: int) -> None:
+    """Called by the memory funnel for every float64/complex128 npu allocation: reports it in the
+    ``"warn"`` and ``"strict"`` modes, nothing otherwise."""
+    current = _override or _mode
+    if current == "torch_npu" or current == "allow":
+        return
+    name = "float64" if dtype == torch.float64 else "complex128"
+    if current == "warn":
+        warnings.warn(f"{name} tensor of {numel} element(s) created on the simulated NPU (float64 mode 'warn'; "
+                      "real NPUs allocate it, but many aclnn kernels reject DT_DOUBLE)", UserWarning, stacklevel=4)
+        return
+    raise TypeError(
+        f"{name} tensor created on the NPU while the simulator's float64 mode is 'strict' (every float64 "
+        "use is reported). Convert to float32 before moving to npu (e.g. .float()), or use the default "
+        "mode 'torch_npu' (install(float64='torch_npu') / ASCEND_COMPAT_SIM_FLOAT64=torch_npu).")
+
+
+# --- ops torch_npu refuses in float64 (generated table data/float64_ops.json) ----------------
+
+@functools.lru_cache(maxsize=1)
+def _table() -> dict:
+    from ascend_compat import data
+
+    return data.load_table("float64_ops.json")
+
+
+def op_check(op) -> Optional[Callable]:
+    """A check ``fn(args, kwargs)`` raising torch_npu's error when aten overload ``op`` gets a
+    float64 ``self``, or None when torch_npu's records say nothing against float64 for ``op``.
+
+    Two kinds of records: op-plugin kernels that refuse float64 themselves (``refuses_float64``,
+    e.g. ``sort.stable``: ``Input data type should not be float64`` + ERR01002), and aclnn APIs
+    torch_npu's maintainers recorded as lacking DT_DOUBLE (``aclnn_without_double``, e.g.
+    ``aclnnMaxDim`` behind ``max.dim``): aclnn status 161002 with CANN's EZ1001 dtype-list message.
+    An API named ``...WithDim`` is only called when ``dim`` is given. Only overloads that reach the
+    simulated backend as themselves are checked: ``repeat_interleave.self_int`` (recorded behind
+    ``aclnnRepeatInterleaveIntWithDim``) is decomposed by torch before, as the simulator does not
+    emulate torch_npu's autograd kernel for it.
+    """
+    schema = op._schema
+    if not schema.name.startswith("aten::"):
+        return None
+    name = schema.name[len("aten::"):] + (f".{schema.overload_name}" if schema.overload_name else "")
+    table = _table()
+    refusal = table["refuses_float64"].get(name)
+    if refusal is not None:
+        code, _, text = refusal["error"].partition(" ")
+        return _checker(lambda: refusal["message"] + _err_suffix(code, text), None)
+    for api, entry in table["aclnn_without_double"].items():
+        if name in entry["aten"]:
+            dim_pos = next((i for i, a in enumerate(schema.arguments) if a.name == "dim"), None)
+            return _checker(lambda api=api: _aclnn_message(api), dim_pos if api.endswith("WithDim") else None)
+    return None
+
+
+def _checker(message: Callable[[], str], dim_pos: Optional[int]) -> Callable:
+    def check(args, kwargs):
+        if mode() == "allow" or not args or not isinstance(args[0], torch.Tensor):
+            return
+        if args[0].dtype is not torch.float64:
+            return
+        if dim_pos is not None:
+            dim = args[dim_pos] if dim_pos < len(args) else kwargs.get("dim")
+            if dim is None:
+                return
+        raise RuntimeError(message())
+    return check
+
+
+def _err_suffix(code: str, text: str) -> str:
+    from ascend_compat.simulator import _state
+
+    return _state._err_suffix(code, text)
+
+
+def _aclnn_message(api: str) -> str:
+    return (f"NPU function error: call {api} failed, error code is 161002"
+            + _err_suffix("ERR00100", "PTA call acl api failed") + "\n"
+            + f"EZ1001: [PID: {os.getpid()}] {api}: the dtype of self is DT_DOUBLE, which should be in dtype "
+            "support list [...] (torch_npu records this API without DT_DOUBLE; the simulator does not know "
+            "the full list).")

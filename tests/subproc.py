@@ -1,0 +1,50 @@
+"""The one subprocess runner of the test suite: run Python code in a fresh interpreter with the
+project's switches removed from the environment.
+
+Process-global state (the simulator install, the shim, import hooks, drop-in finders) is tested
+this way. ``env`` (a dict) and keyword arguments both add variables to the clean environment.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: variables that steer ascend-compat, torch_npu, CUDA/NCCL/HCCL or torch itself
+STRIPPED = ("ASCEND_COMPAT_", "TORCH_NPU_", "ASCEND_RT_", "CUDA_VISIBLE", "NCCL_", "HCCL_", "PYTORCH_")
+
+
+def clean_env(env: Optional[Dict[str, str]] = None, **extra: str) -> Dict[str, str]:
+    """This process's environment without the variables in :data:`STRIPPED` (and LOCAL_WORLD_SIZE),
+    updated with ``env`` and ``extra``."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED) and k != "LOCAL_WORLD_SIZE"}
+    base.update(env or {})
+    base.update(extra)
+    return base
+
+
+def run_python(code: str, env: Optional[Dict[str, str]] = None, timeout: float = 300,
+               cwd: Optional[str] = None, **extra: str) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) with this interpreter in a clean environment (see :func:`clean_env`),
+    from the repository root unless ``cwd`` is given; returns the completed process (text output)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=clean_env(env, **extra),
+                          capture_output=True, text=True, timeout=timeout, cwd=str(cwd or REPO))
+
+
+def check(proc: subprocess.CompletedProcess) -> str:
+    """Assert the process exited 0 (showing the tail of its output otherwise); return its stdout."""
+    assert proc.returncode == 0, (f"exit {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+                                  f"stderr:\n{proc.stderr[-5000:]}")
+    return proc.stdout
+
+
+def result(proc: subprocess.CompletedProcess) -> dict:
+    """The ``key=value`` pairs of the last ``RESULT ...`` line the process printed (exit 0 asserted)."""
+    lines = [line for line in check(proc).splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stdout[-2000:]
+    return dict(item.split("=", 1) for item in lines[-1][len("RESULT "):].split())
