@@ -85,6 +85,9 @@ def status(name: str, version: Optional[str] = None) -> ApiStatus:
     if head == "nvtx":
         return ApiStatus("torch-cuda-api", PARTIAL, npu or "torch.npu.mstx",
                          note or "NVTX ranges map to mstx markers; NVIDIA profilers do not see them")
+    if head == "cudart" and npu:
+        return ApiStatus("torch-cuda-api", PARTIAL, npu,
+                         note or "torch.npu.npurt() exposes the NPU runtime, not the CUDA runtime API")
     if npu is None:
         return ApiStatus("torch-cuda-api", MANUAL, None,
                          note or "torch_npu has no counterpart; the shim raises an error naming it")

@@ -66,9 +66,14 @@ _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp
                    "numba", "torch.load", "torch.distributed")
 
 
+#: a string that is a path or glob of CUDA sources
+_CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
+
+
 def needs_tracking(q: str) -> bool:
     """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word."""
-    return q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
+    return (q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
+            or classify(q + ".x") is not None)
 
 
 def _is_device_name(name: str) -> bool:
@@ -129,7 +134,7 @@ class PyAnalyzer:
             ast.Assign: self._assign, ast.AnnAssign: self._assign,
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
-            ast.Constant: self._noop, ast.Return: self._return,
+            ast.Constant: self._constant, ast.Return: self._return,
         }
         self._function_names: List[str] = []
 
@@ -167,6 +172,13 @@ class PyAnalyzer:
             for child in ast.iter_child_nodes(node):
                 self.visit(child)
 
+    def _constant(self, node: ast.Constant) -> None:
+        """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
+        v = node.value
+        if type(v) is str and _CU_PATH.match(v):
+            r = RULES["cuda-source"]
+            self.report(node, "cuda-source", f'"{v}" names CUDA source files: ' + r.explanation, r.suggestion)
+
     def _visit_all(self, nodes: Iterable) -> None:
         for n in nodes:
             if n is not None:
@@ -196,7 +208,7 @@ class PyAnalyzer:
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
         self.scopes[-1].aliases[name] = qual
-        if qual is not None and qual != name and needs_tracking(qual):
+        if qual is not None and (qual != name or name in libraries.TOP_LEVEL_NAMES) and needs_tracking(qual):
             self.dynamic_names.add(name)
 
     def qual(self, node) -> Optional[str]:
@@ -254,9 +266,23 @@ class PyAnalyzer:
             suggestion=suggestion or r.suggestion, cell=self.cell))
 
     # ------------------------------------------------------------------ imports and scopes
+    def _import_line(self, node, q: str) -> None:
+        """An import line binding a CUDA module or name (``import torch.backends.cudnn as cudnn``)."""
+        c = classify(q, self.version)
+        if c is not None:
+            rule, handling, msg, sugg = c
+            if q == "torch.cuda":
+                msg = "the shim maps it to torch.npu"
+            for prefix in (q + ": ", q.rsplit(".", 1)[-1] + ": ", q):
+                if msg.startswith(prefix):
+                    msg = msg[len(prefix):]
+                    break
+            self.report(node, rule, f"import of {q}" + (f": {msg}" if msg else ""), sugg, handling)
+
     def _import(self, node: ast.Import) -> None:
         for a in node.names:
-            self._library(node, a.name)
+            if not self._library(node, a.name) and a.asname:
+                self._import_line(node, a.name)
             if a.asname:
                 self._bind(a.asname, a.name)
             else:
@@ -275,7 +301,9 @@ class PyAnalyzer:
                 continue
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
-                self._library(node, q)
+                reported = self._library(node, q)
+            if not reported:
+                self._import_line(node, q)
             self._bind(a.asname or a.name, q)
 
     def _library(self, node, module: str, names=()) -> bool:
@@ -576,6 +604,9 @@ class PyAnalyzer:
         sl = node.slice
         if type(sl) is ast.Constant:
             self._env_key(sl)
+            if sl.value == "nvcc":
+                r = RULES["cuda-extension"]
+                self.report(sl, "cuda-extension", "nvcc compile flags: " + r.explanation, r.suggestion)
         else:
             self.visit(sl)
 
@@ -670,11 +701,9 @@ class PyAnalyzer:
         # children
         self.visit(func)
         for a in args:
-            if type(a) is not ast.Constant:
-                self.visit(a)
+            self.visit(a)
         for kw in kws:
-            if type(kw.value) is not ast.Constant:
-                self.visit(kw.value)
+            self.visit(kw.value)
 
     def _call_qualified(self, node: ast.Call, q: str, args, kws) -> None:
         if q in DEVICE_FIRST_ARG and args:

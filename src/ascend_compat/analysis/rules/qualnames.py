@@ -10,7 +10,7 @@ import functools
 from typing import Optional, Tuple
 
 from ascend_compat.analysis.rules import cuda_api, libraries
-from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
 
 Classified = Tuple[str, str, str, str]
 
@@ -29,6 +29,7 @@ EXTENSION = {"torch.utils.cpp_extension.CUDAExtension": "torch_npu.utils.cpp_ext
              "torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
              "torch.utils.cpp_extension.include_paths_cuda": None}
 TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
+_USE_SITES_ELSEWHERE = {"triton"}
 
 CUDNN_NOTES = {
     "benchmark": "no cuDNN autotuner on NPU; accepted by the shim, no effect",
@@ -73,6 +74,18 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         else:
             sugg = "remove it, or guard it with a check that the device is CUDA"
         return st.rule, st.handling, msg, sugg
+    if q.startswith(("torch._C._cuda", "torch._C._cudart", "torch._C._nccl")):
+        return ("torch-cuda-api", MANUAL, f"{q}: a private CUDA binding; torch_npu has no counterpart",
+                "use the public torch.npu API instead of torch._C CUDA bindings")
+    if q.startswith("torch.") and q.endswith(".ProfilerActivity.CUDA"):
+        return ("torch-cuda-api", PARTIAL, "ProfilerActivity.CUDA: records no device activity on NPU",
+                "use torch_npu.profiler.profile with torch_npu.profiler.ProfilerActivity.NPU")
+    if q.startswith("torch._inductor.") and ("cudagraph" in q or "cuda_graph" in q):
+        r = RULES["compile-cuda-graphs"]
+        return r.id, r.handling, f"{q}: inductor's CUDA-graph setting; NPU graphs need torchair (or triton-ascend)", r.suggestion
+    if q.startswith("torch.") and "_init_for_cuda_graphs" in q:
+        r = RULES["cuda-graph"]
+        return r.id, r.handling, f"{q}: CUDA-graph RNG setup; " + r.explanation, r.suggestion
     if q.startswith("torch.backends.cudnn"):
         flag = q[len("torch.backends.cudnn."):]
         if flag == "deterministic":
@@ -116,9 +129,11 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         return r.id, r.handling, f"@{q} kernel: {r.explanation}", r.suggestion
     if "." in q:
         hit = libraries.lookup(q)
-        if hit is not None and "." in hit[0]:
+        # a use site of a listed library (apex.amp.initialize), except Triton's language, whose
+        # kernels the triton-kernel rule reports once per decorator
+        if hit is not None and hit[0].split(".", 1)[0] not in _USE_SITES_ELSEWHERE:
             key, lib = hit
-            return "cuda-library", lib.verdict, libraries.message(key, lib), lib.replacement
+            return "cuda-library", lib.verdict, libraries.message(q, lib), lib.replacement
     return None
 
 
