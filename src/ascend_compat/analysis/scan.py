@@ -371,6 +371,8 @@ _CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find
 _CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
                   r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
                   r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
+#: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
+_CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")
 
 
 def _line_findings(path, text, rx, kind) -> List[Finding]:
@@ -383,6 +385,12 @@ def _line_findings(path, text, rx, kind) -> List[Finding]:
         m = rx.search(code)
         if m:
             what = m.group(0).strip()
+            if kind == "cpp" and _CPP_DEVICE.fullmatch(what):
+                d = RULES["device-string"]
+                out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "device-string", d.category, "manual",
+                                   f"C++ CUDA device `{what}`: libtorch code is outside the Python shim's reach",
+                                   "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)"))
+                continue
             out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-extension", r.category,
                                r.handling, f"CUDA build/code reference `{what}`: {r.explanation}",
                                "build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension."

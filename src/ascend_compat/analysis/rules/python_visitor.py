@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import environment, libraries
-from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
 from ascend_compat.analysis.rules.qualnames import classify, is_interesting
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
@@ -68,6 +68,16 @@ _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp
 
 #: a string that is a path or glob of CUDA sources
 _CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
+
+
+def _catches_import_error(t) -> bool:
+    """Whether an except clause's type catches ImportError (bare, Exception, ImportError, a tuple)."""
+    if t is None:
+        return True
+    if type(t) is ast.Tuple:
+        return any(_catches_import_error(e) for e in t.elts)
+    name = t.id if type(t) is ast.Name else t.attr if type(t) is ast.Attribute else ""
+    return name in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
 
 
 def needs_tracking(q: str) -> bool:
@@ -134,8 +144,10 @@ class PyAnalyzer:
             ast.Assign: self._assign, ast.AnnAssign: self._assign,
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
-            ast.Constant: self._constant, ast.Return: self._return,
+            ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
         }
+        #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
+        self._guarded = 0
         self._function_names: List[str] = []
 
     # ------------------------------------------------------------------ plumbing
@@ -175,7 +187,7 @@ class PyAnalyzer:
     def _constant(self, node: ast.Constant) -> None:
         """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
         v = node.value
-        if type(v) is str and _CU_PATH.match(v):
+        if type(v) is str and v.endswith((".cu", ".cuh")) and _CU_PATH.match(v):
             r = RULES["cuda-source"]
             self.report(node, "cuda-source", f'"{v}" names CUDA source files: ' + r.explanation, r.suggestion)
 
@@ -306,6 +318,18 @@ class PyAnalyzer:
                 self._import_line(node, q)
             self._bind(a.asname or a.name, q)
 
+    def _try(self, node: ast.Try) -> None:
+        guarded = any(_catches_import_error(h.type) for h in node.handlers)
+        self._guarded += guarded
+        try:
+            self._visit_all(node.body)
+        finally:
+            self._guarded -= guarded
+        for h in node.handlers:
+            self.visit(h)
+        self._visit_all(node.orelse)
+        self._visit_all(node.finalbody)
+
     def _library(self, node, module: str, names=()) -> bool:
         hit = libraries.lookup(module)
         if hit is None:
@@ -316,8 +340,11 @@ class PyAnalyzer:
         if hit is None:
             return False
         key, lib = hit
-        self.report(node, "cuda-library", "import of " + libraries.message(key, lib), lib.replacement,
-                    handling=lib.verdict)
+        msg, handling = "import of " + libraries.message(key, lib), lib.verdict
+        if self._guarded and handling == MANUAL:
+            # the except branch is the Ascend path: the code runs without the library
+            msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
+        self.report(node, "cuda-library", msg, lib.replacement, handling=handling)
         return True
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
