@@ -103,3 +103,26 @@ def test_cpp_device_reference_is_a_local_edit(tmp_path):
     assert rate_findings(fs).level == "moderate"
     kernel = _scan(tmp_path, "#include <cuda_runtime.h>\n", "k.cpp")
     assert rate_findings(kernel).level == "hard"
+
+
+def test_intra_file_data_flow_for_backend_device_and_dtype(tmp_path):
+    fs = _scan(tmp_path, textwrap.dedent("""\
+        import argparse
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        p = argparse.ArgumentParser()
+        p.add_argument("--dist-backend", default="nccl", type=str)
+        p.add_argument("--gpu", default=None, type=int)
+        args = p.parse_args()
+        dist.init_process_group(backend=args.dist_backend)
+        model = torch.nn.Linear(2, 2)
+        model.to(args.gpu)
+        arr = np.zeros((3, 3))
+        ok = np.zeros((3, 3), dtype=np.float32)
+        t = torch.from_numpy(arr)
+        u = torch.from_numpy(ok)
+        """) + "x = 1\n" * 250)
+    assert _lines(fs, "nccl-backend") == {6}
+    assert _lines(fs, "int-device") == {11}
+    assert _lines(fs, "float64") == {14}

@@ -45,7 +45,7 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 #: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
 KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
             "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
-            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc")
+            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc", "from_numpy", "type=int")
 #: environment variables check knows (from the knowledge records) that no keyword above covers
 KEYWORDS += tuple(sorted({n for n in (r.name.rstrip("*").lower() for r in _env_records.RECORDS)
                           if not any(k in n for k in KEYWORDS)}))

@@ -66,6 +66,9 @@ _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp
                    "numba", "torch.load", "torch.distributed")
 
 
+_NUMPY_FLOAT64 = frozenset(f"numpy.{n}" for n in (
+    "zeros", "ones", "empty", "full", "linspace", "eye", "identity", "random.rand", "random.randn",
+    "random.random", "random.uniform", "random.normal", "loadtxt", "genfromtxt"))
 #: a string that is a path or glob of CUDA sources
 _CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
 
@@ -148,6 +151,10 @@ class PyAnalyzer:
         }
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self._guarded = 0
+        #: argparse destinations declared ``type=int`` (``args.gpu``)
+        self._int_attrs: Set[str] = set()
+        #: names bound to NumPy arrays created with NumPy's default float64 dtype
+        self._f64_arrays: Set[str] = set()
         self._function_names: List[str] = []
 
     # ------------------------------------------------------------------ plumbing
@@ -404,6 +411,8 @@ class PyAnalyzer:
             if type(node) is ast.AnnAssign and node.annotation is not None:
                 self.visit(node.annotation)
             if type(t) is ast.Name:
+                if type(value) is ast.Call and self._numpy_float64(value):
+                    self._f64_arrays.add(t.id)
                 q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
                 self._bind(t.id, q if q and is_interesting(q) else None)
                 if value is not None:
@@ -534,6 +543,11 @@ class PyAnalyzer:
             self._use("device", expr.id)
             return
         if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
+            if allow_int and expr.attr in self._int_attrs:
+                seg = self._segment(expr) or expr.attr
+                self.report(expr, "int-device", f"integer device ordinal {seg} (an int command-line option)",
+                            f'use torch.device("npu", {seg})')
+                return
             if self.qual(expr) is None:
                 self.attr_uses.add(("device", expr.attr))
             return
@@ -737,6 +751,8 @@ class PyAnalyzer:
             self._device_arg(args[0], allow_int=q == "torch.device")
         elif q in AMP_FIRST_ARG and args:
             self._device_arg(args[0], rule="cuda-amp")
+        elif q == "torch.from_numpy":
+            self._from_numpy(node, args)
         elif q == "torch.load":
             if len(args) < 2 and not any(k.arg == "map_location" for k in kws):
                 r = RULES["torch-load"]
@@ -776,9 +792,29 @@ class PyAnalyzer:
                 self.report(node, "cuda-extension", f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: "
                             + r.explanation, r.suggestion)
 
+    def _numpy_float64(self, call: ast.Call) -> bool:
+        """A NumPy array factory call without a dtype: the array is float64."""
+        q = self.qual(call.func) if type(call.func) in (ast.Name, ast.Attribute) else None
+        return q in _NUMPY_FLOAT64 and not any(k.arg == "dtype" for k in call.keywords)
+
+    def _from_numpy(self, node: ast.Call, args) -> None:
+        a = args[0] if args else None
+        f64 = (type(a) is ast.Name and a.id in self._f64_arrays) or (type(a) is ast.Call and self._numpy_float64(a))
+        if type(a) is ast.Name and not f64:
+            self.dynamic_names.add(a.id)  # its assignment may sit in a statement the prefilter skipped
+        if f64:
+            r = RULES["float64"]
+            self.report(node, "float64", "torch.from_numpy of a float64 array (NumPy's default dtype): "
+                        "float64 on the NPU", "use torch.from_numpy(a).float(), or create the array with dtype=np.float32")
+
     def _argparse(self, node: ast.Call) -> None:
         opts = [_const_str(a) or "" for a in node.args]
         opts += [_const_str(k.value) or "" for k in node.keywords if k.arg == "dest"]
+        if any(k.arg == "type" and type(k.value) is ast.Name and k.value.id == "int" for k in node.keywords):
+            # args.<dest> holds an int: passed to .to() it is a device ordinal
+            dests = {o.lstrip("-").replace("-", "_") for o in opts if o.startswith("-")}
+            self._int_attrs.update(dests)
+            self.dynamic_names.update(dests)  # their uses (.to(args.gpu)) hold no trigger word
         device_opt = any(_is_device_name(o.lstrip("-").replace("-", "_")) for o in opts)
         backend_opt = any(_BACKEND_NAME.search(o) for o in opts)
         for k in node.keywords:
