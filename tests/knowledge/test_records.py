@@ -144,3 +144,15 @@ def test_findings_advice_has_no_placeholders(tmp_path):
 @pytest.mark.parametrize("verdict", [AUTO, PARTIAL, MANUAL])
 def test_verdicts_are_known(verdict):
     assert any(r.verdict == verdict for r in env_vars.RECORDS)
+
+
+def test_check_and_the_shim_agree_on_every_torch_cuda_name():
+    from ascend_compat.analysis.rules.cuda_api import status
+    from ascend_compat.knowledge import cuda_names as table
+
+    wrong = {}
+    for name, (st, _) in table.CUDA_NAMES.items():
+        got = status(name).handling
+        if (st == table.UNSUPPORTED) != (got == MANUAL):
+            wrong[name] = (st, got)
+    assert wrong == {}
