@@ -8,7 +8,7 @@
 3. ``import ascend_compat`` on top of ``import torch``: without any backend (a CUDA/CPU machine), and
    the activation itself (patching) once the backend is installed.
 
-Targets (issue 3 §5): <= 1 us added per translated call, nothing measurable on device-less calls,
+Targets: <= 1 us added per translated call, nothing measurable on device-less calls,
 <= 2% per training step, <= 30 ms import cost. Run: ``python benchmarks/bench_shim.py [--quick]``.
 """
 from __future__ import annotations

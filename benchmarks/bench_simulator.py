@@ -1,4 +1,4 @@
-"""Simulated NPU vs CPU: per small op, a small-MLP AdamW step, a small-CNN step (issue 2 §4).
+"""Simulated NPU vs CPU: per small op, a small-MLP AdamW step, a small-CNN step.
 
 Run: ``python benchmarks/bench_simulator.py [--repeat N] [--autograd-threads caller|device]``. Prints
 measured numbers and the targets (<= 20 us per small op, <= 3x CPU on the MLP step, <= 1.5x CPU on the

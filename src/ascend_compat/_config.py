@@ -13,7 +13,15 @@
 | ``ASCEND_COMPAT_DISABLE`` | comma-separated ecosystem integrations the shim must not apply when it activates: ``flash_attn``, ``apex``, ``xformers``, ``bitsandbytes`` (drop-in modules), ``transformers``, ``accelerate``, ``deepspeed``, ``lightning``, or ``all``; an unknown name is ignored with a warning. An explicit ``<integration>.apply()`` / ``_modules.install()`` still applies |
 | ``ASCEND_COMPAT_DEVICE_CAPABILITY`` | ``major.minor`` that ``torch.cuda.get_device_capability()`` returns under the shim when the NPU reports none (default ``8.0``) |
 | ``ASCEND_COMPAT_LOG_LEVEL`` | logging level of the ``ascend_compat`` logger (``DEBUG`` logs each translation once per call site) |
+| ``ASCEND_COMPAT_NO_INHERIT`` | ``1``: processes started by a shimmed process are not shimmed (``ascend_compat._inherit``) |
+| ``ASCEND_COMPAT_INHERIT`` | set by a shimmed process for its children: the backend they activate (not for users) |
+| ``ASCEND_COMPAT_INHERIT_POLICIES`` | set by a shimmed process for its children: its opt-in policies (not for users) |
+| ``ASCEND_COMPAT_CPU_OPS`` | comma-separated ops run on the CPU at run time (``aten::gelu,aten::mode``; ``ascend_compat.accuracy.cpu_ops``) |
+| ``ASCEND_COMPAT_SIM_FAULTS`` | faults the simulated NPU injects (``aten::gelu=bias:0.05;aten::mm=error:507035``; ``simulator.faults``) |
+| ``ASCEND_COMPAT_SIM_NUMERICS`` | ``npu``: the simulated NPU honours torch_npu's HF32 switches; ``exact`` (default) (``simulator.numerics``) |
 
+The simulator's variables are parsed by ``simulator._config`` (``env_arguments``), the others by the
+modules named; this table is their one list (``tests/test_config_table.py`` keeps it complete).
 Values are read when asked for, not cached, so tests and launchers can set them just before use.
 An invalid value never stops the program: it is ignored with one warning on stderr (through the
 ``ascend_compat`` logger) saying which values are accepted.

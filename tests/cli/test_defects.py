@@ -1,4 +1,4 @@
-"""Regression tests for the measured defects of issue 14 (each names what used to happen)."""
+"""Regression tests for measured defects of the command line (each names what used to happen)."""
 from __future__ import annotations
 
 import codecs
@@ -209,7 +209,7 @@ def test_bad_simulator_setting_at_import_warns_and_uses_the_default():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "devices 1"
     assert "ignoring ASCEND_COMPAT_SIM_DEVICES='two'" in proc.stderr
-    assert "ignoring ASCEND_COMPAT_SIM_FLOAT64='sometimes'" in proc.stderr and "error, strict, warn, allow" in proc.stderr
+    assert "ignoring ASCEND_COMPAT_SIM_FLOAT64='sometimes'" in proc.stderr and "torch_npu, warn, strict, allow" in proc.stderr
 
 
 def _reference_scan(text):

@@ -1,4 +1,4 @@
-"""audit_model / OpRecorder (issue 5 §4): real models run on the CPU, every op routed against the
+"""audit_model / OpRecorder: real models run on the CPU, every op routed against the
 generated torch_npu tables; statuses cross-checked with ascend_compat.data and torch's dispatcher."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FallbackMonitor (issue 5 §3): exact per-op counts and first user frames on the simulated NPU,
+"""FallbackMonitor: exact per-op counts and first user frames on the simulated NPU,
 by the simulator's listener and by the dispatch-mode observer, and the no-NPU case in process.
 
 Simulator state is process-global, so everything that needs it runs in a fresh interpreter."""

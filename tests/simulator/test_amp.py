@@ -1,4 +1,4 @@
-"""AMP on the simulated NPU (issue 2 §2 bullet 4; pitfall 8): autocast with CUDA's cast lists,
+"""AMP on the simulated NPU (docs/simulator_pitfalls.md, pitfall 8): autocast with CUDA's cast lists,
 GradScaler("npu"), torch.npu.amp.autocast, the weight cast cache."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_cast_policies(dtype):
         assert torch.exp(y).dtype == torch.float32  # fp32 list
         assert torch.nn.functional.layer_norm(y, (8,)).dtype == torch.float32
         assert torch.addcmul(x, y, y).dtype == torch.float32  # promote to widest
-        assert (y + 1).relu().dtype == dtype  # not listed: fallthrough, runs as is (pitfall 8)
+        assert (y + 1).relu().dtype == dtype  # not listed: fallthrough, runs as is (docs/simulator_pitfalls.md, pitfall 8)
         assert torch.cat([y, y]).dtype == dtype
     assert torch.mm(x, x.t()).dtype == torch.float32  # outside autocast
 

@@ -1,4 +1,4 @@
-"""Crash canary (pitfall 1): calls that could bypass the simulator's allocator run in a subprocess,
+"""Crash canary (docs/simulator_pitfalls.md, pitfall 1): calls that could bypass the simulator's allocator run in a subprocess,
 which must end normally (no signal death), each call either working or raising a clear error."""
 from __future__ import annotations
 

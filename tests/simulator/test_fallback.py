@@ -1,4 +1,4 @@
-"""Simulated torch_npu CPU fallback (issue 2 §2 bullet 5): warning text, once per op, listeners,
+"""Simulated torch_npu CPU fallback: warning text, once per op, listeners,
 composite ops are not fallbacks, TORCH_NPU_FALLBACK_CPU_DISABLE=1, per-version tables."""
 from __future__ import annotations
 

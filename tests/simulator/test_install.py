@@ -1,4 +1,4 @@
-"""install(): config, idempotence, env variables, and clear refusals (issue 2 §2 bullets 1 and 8)."""
+"""install(): config, idempotence, env variables, and clear refusals."""
 from __future__ import annotations
 
 import pytest

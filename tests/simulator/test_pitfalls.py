@@ -1,5 +1,5 @@
-"""One test per pitfall of the design note §7 (pitfall 1 also has a crash canary, pitfall 10 the
-refusal tests in test_install.py, pitfall 11 belongs to the distributed tests)."""
+"""One test per pitfall in docs/simulator_pitfalls.md (pitfall 1 also has a crash canary, pitfall 10
+the refusal tests in test_install.py, pitfall 11 belongs to the distributed tests)."""
 from __future__ import annotations
 
 import gc

@@ -1,4 +1,4 @@
-"""Issue 2 §2 bullet 1: npu tensors are plain torch.Tensor objects with real storage."""
+"""npu tensors are plain torch.Tensor objects with real storage."""
 from __future__ import annotations
 
 import io

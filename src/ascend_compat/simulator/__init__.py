@@ -84,15 +84,9 @@ def install(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910
 
 
 def _build_module(cfg):
-    try:
-        from ascend_compat.simulator import npu_api
-    except ImportError:
-        npu_api = None
-    if npu_api is not None and hasattr(npu_api, "build_npu_module"):
-        return npu_api.build_npu_module()
-    from ascend_compat.simulator._minimal_module import build_minimal_module
+    from ascend_compat.simulator import npu_api
 
-    return build_minimal_module()
+    return npu_api.build_npu_module()
 
 
 def _install(cfg: SimConfig) -> None:
@@ -133,47 +127,19 @@ def _install(cfg: SimConfig) -> None:
     _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
     _selftest.probe_installed()
     _install_torch_npu_stand_in()
-    try:
-        from ascend_compat.simulator import _distributed
-    except ImportError:
-        _distributed = None
-    if _distributed is not None and hasattr(_distributed, "register_hccl"):
-        _distributed.register_hccl()
-    device_api = _device_api()
-    if device_api is not None:
-        device_api._forget_install_probes()  # the first real use initialises (decides fork safety)
+    from ascend_compat.simulator import _distributed
+    from ascend_compat.simulator.npu_api import device as device_api
 
-
-def _device_api():
-    try:
-        from ascend_compat.simulator.npu_api import device
-    except ImportError:
-        return None
-    return device
+    _distributed.register_hccl()
+    device_api._forget_install_probes()  # the first real use initialises (decides fork safety)
 
 
 def _install_torch_npu_stand_in() -> None:
-    """Make ``import torch_npu`` give the stand-in package when it exists."""
-    import sys
+    """Make ``import torch_npu`` give the stand-in package."""
+    from ascend_compat.simulator import _state
+    from ascend_compat.simulator._stand_in import install_stand_in
 
-    try:
-        from ascend_compat.simulator._stand_in import install_stand_in
-    except ImportError:
-        install_stand_in = None
-    if install_stand_in is not None:
-        from ascend_compat.simulator import _state
-
-        install_stand_in(_state.config.torch_npu_version if _state.config else None)
-        return
-    try:
-        from ascend_compat.simulator import torch_npu as stand_in
-    except ImportError:
-        return
-    hook = getattr(stand_in, "install_stand_in", None)
-    if hook is not None:
-        hook()
-    else:
-        sys.modules.setdefault("torch_npu", stand_in)
+    install_stand_in(_state.config.torch_npu_version if _state.config else None)
 
 
 def install_from_env() -> SimConfig:

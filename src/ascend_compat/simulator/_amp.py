@@ -1,7 +1,7 @@
 """Autocast for the simulated NPU: ``torch.autocast("npu", dtype=float16|bfloat16)``.
 
 PyTorch registers no fallthrough for the AutocastPrivateUse1 key, so without one every op fails
-under ``torch.autocast("npu")`` (pitfall 8). On top of the fallthrough sit Python kernels using
+under ``torch.autocast("npu")`` (docs/simulator_pitfalls.md, pitfall 8). On top of the fallthrough sit Python kernels using
 CUDA's cast lists (``aten/src/ATen/autocast_mode.cpp``): lower precision, fp32, fp32 unless a
 dtype is given, and promote to the widest input type. Casts of fp32 leaf tensors that require
 grad (weights) to the autocast dtype are cached until the outermost autocast region exits, as

@@ -117,10 +117,8 @@ def _resolve_version(version: object) -> Optional[str]:
     """Map a torch_npu version to its native-op table key (None when no tables exist)."""
     if version is not None and not isinstance(version, str):
         raise SimConfigError(f"torch_npu_version must be a string like '2.5.1' or None, got {version!r}")
-    try:
-        from ascend_compat import data
-    except ImportError:
-        return None
+    from ascend_compat import data
+
     versions = tuple(data.native_op_versions())
     if not versions:
         return None

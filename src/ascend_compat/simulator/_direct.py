@@ -5,7 +5,7 @@ Structured ops reach an unknown backend as ``empty()`` + ``op.out()`` through th
 reach it through a composite that loops per tensor. Registering the generic kernel directly for
 those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the emulated torch_npu
 implements natively also get one, as torch_npu's kernel shadows the composite. The special ops whose composite kernels would shadow the
-fallback (pitfall 2) are registered here too. View ops the emulated torch_npu implements natively
+fallback (docs/simulator_pitfalls.md, pitfall 2) are registered here too. View ops the emulated torch_npu implements natively
 get their CPU kernel redispatched on the device tensors, as a C-level callable (no Python frame).
 
 Dispatch modes: torch's Python kernel holder re-enters Python through a per-op registration table

@@ -2,17 +2,17 @@
 
 Per call (the per-op facts are computed once into a :class:`Plan` cached on the OpOverload):
 
-1. special ops (``_special_ops.TABLE``) run their own function;
+1. special ops (``SPECIAL``, filled by ``_special_ops``) run their own function;
 2. view ops (every return a non-writing alias), ops tagged ``inplace_view`` and ``set_`` are
    redispatched to the CPU kernel *on the device tensors themselves*: those kernels only touch
    metadata, so the result is a true view of the device storage with a shared version counter
-   (pitfall 5);
+   (docs/simulator_pitfalls.md, pitfall 5);
 3. everything else: npu tensors become zero-copy CPU aliases, devices are checked (torch's
    mixed-device wording), Python numbers in Tensor positions are re-wrapped as 0-dim tensors
-   (pitfall 3), the device generator is substituted for seeded ops, the CPU kernel runs, and the
+   (docs/simulator_pitfalls.md, pitfall 3), the device generator is substituted for seeded ops, the CPU kernel runs, and the
    results map back: mutated arguments are returned as the original device tensors, new outputs
    are adopted onto the device through the memory funnel. ``out=`` kernels that need to resize a
-   DLPack-backed output are retried into fresh CPU outputs (pitfall 4).
+   DLPack-backed output are retried into fresh CPU outputs (docs/simulator_pitfalls.md, pitfall 4).
 """
 from __future__ import annotations
 
@@ -114,13 +114,16 @@ class Plan:
         self.fast_lists = self.lists and self.fallback is None
 
 
-def special_kernel(op):
-    """The ``_special_ops.TABLE`` function for ``op`` (its overload's entry first), or None."""
-    from ascend_compat.simulator import _special_ops
+#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled by ``_special_ops`` when it
+#: loads (it builds on this module, so this module never imports it)
+SPECIAL: dict = {}
 
+
+def special_kernel(op):
+    """The ``SPECIAL`` function for ``op`` (its overload's entry first), or None."""
     schema = op._schema
     name = schema.name
-    table = _special_ops.TABLE
+    table = SPECIAL
     return (table.get(f"{name}.{schema.overload_name}") if schema.overload_name else None) or table.get(name)
 
 
@@ -276,7 +279,7 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
         if isinstance(a, _Tensor):
             cargs[i], index = _host_arg(a, index, i in written)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
-            cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (pitfall 3)
+            cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (docs/simulator_pitfalls.md, pitfall 3)
     res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     if res.is_cpu:
         return _adopt(res, index)

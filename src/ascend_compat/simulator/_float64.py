@@ -29,6 +29,8 @@ from typing import Callable, Optional
 
 import torch
 
+from ascend_compat.simulator import _memory
+
 MODES = ("torch_npu", "warn", "strict", "allow")
 DEFAULT_MODE = "torch_npu"
 #: torch_npu's one-time message (ToKernelNpu.cpp, TORCH_NPU_WARN_ONCE), verbatim.
@@ -46,6 +48,7 @@ def init(mode: str) -> None:
     """Set the installed mode (called once by ``install``)."""
     global _mode
     _mode = mode
+    _memory.wide_allocation_check = check_allocation
 
 
 def mode() -> str:
@@ -110,7 +113,7 @@ def to_copy(self, **kwargs):
     if (kwargs.get("pin_memory") or kwargs.get("non_blocking") or self.is_quantized
             or kwargs.get("layout") not in (None, torch.strided) or self.layout is not torch.strided):
         return _redispatch_to_copy(_CPU_KS, self, **kwargs)
-    from ascend_compat.simulator import _memory, _state  # _memory imports this module
+    from ascend_compat.simulator import _state
 
     target = device.type if device is not None else "npu"
     if target not in ("cpu", "npu"):

@@ -61,17 +61,14 @@ def choose(num_devices: int):
     global _device_count, _cxx
     _device_count = num_devices
     if num_devices > 1:
-        try:
-            from ascend_compat.simulator import _cext  # optional, owned by the multi-device helper
-        except ImportError:
-            _cext = None
-        if _cext is not None and hasattr(_cext, "load_guard"):
-            _cxx = _cext.load_guard(num_devices)
+        from ascend_compat.simulator import _cext
+
+        _cxx = _cext.load_guard(num_devices)
         if _cxx is None:
             # Without the C++ guard, autograd on npu:1.. hits an INTERNAL ASSERT; offer one
             # device instead so scripts fail early and clearly (module docstring).
             _device_count = 1
-            reason = _cext.unavailable_reason() if _cext is not None else "the guard module is missing"
+            reason = _cext.unavailable_reason()
             warnings.warn(one_device_message(num_devices, reason), SimulatedDeviceCountWarning, stacklevel=4)
     return PythonDeviceGuard()
 

@@ -5,11 +5,11 @@ capsule whose device field was rewritten to (kDLExtDev, index); torch maps kDLEx
 PrivateUse1. The reverse retag gives a zero-copy CPU alias.
 
 Every device allocation goes through :func:`allocate` or :func:`adopt` (the funnel): the float64
-mode's report (``_float64.check_allocation``), the capacity check and the exact accounting live
+mode's report (``wide_allocation_check``, set by ``_float64``), the capacity check and the exact accounting live
 there. Accounting uses a weakref callback on the *host* tensor exported into the capsule: torch keeps that tensor's Python object alive (PyObject
 preservation) for as long as the capsule's owner, the device storage, lives, so the callback fires
 exactly when the last device view dies. A storage deleter written with ctypes would run Python while
-C++ may be unwinding an exception; weakref callbacks are safe then (pitfall 6).
+C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulator_pitfalls.md, pitfall 6).
 
 Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
 Nothing is cached, so "reserved" equals "allocated".
@@ -29,7 +29,6 @@ from typing import Dict, Optional
 
 import torch
 
-from ascend_compat.simulator import _float64
 
 KDL_CPU = 1
 KDL_EXT_DEV = 12
@@ -55,7 +54,10 @@ _live: Dict[int, "_Ref"] = {}  # id(ref) -> ref: keeps each allocation's weakref
 _hosts: Dict[int, "_Ref"] = {}  # data_ptr -> weakref to the host tensor behind a device allocation
 _num_devices = 0
 
-_WIDE = _float64.WIDE
+_WIDE = (torch.float64, torch.complex128)
+#: called with (dtype, numel) for every float64/complex128 allocation; the float64 mode
+#: (``_float64.init``) sets it, so this funnel never imports the policy above it
+wide_allocation_check = None
 
 # torch_npu initialises the device at its first allocation; a child forked after that cannot use
 # the device ("Cannot re-initialize NPU in forked subprocess"). False until the first allocation
@@ -331,7 +333,8 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
         n = 1
         for d in size:
             n *= d
-        _float64.check_allocation(dtype, n)
+        if wide_allocation_check is not None:
+            wide_allocation_check(dtype, n)
     if stride is None:
         host = torch.empty(size, dtype=dtype)
     else:
@@ -351,8 +354,8 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
         _first_allocation()
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
-    if host.dtype in _WIDE:
-        _float64.check_allocation(host.dtype, host.numel())
+    if host.dtype in _WIDE and wide_allocation_check is not None:
+        wide_allocation_check(host.dtype, host.numel())
     nbytes = host.untyped_storage().nbytes()
     if nbytes:
         _track(host, index, nbytes)

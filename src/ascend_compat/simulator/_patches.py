@@ -18,7 +18,7 @@ _pinned_lock = threading.Lock()
 
 def _patch_tensor_str():
     # Printing formats a host alias: torch's formatter upcasts to float64 on the tensor's own
-    # device, where the 'strict' float64 policy would refuse it (pitfall 7); the device suffix is
+    # device, where the 'strict' float64 policy would refuse it (docs/simulator_pitfalls.md, pitfall 7); the device suffix is
     # added by the caller from the original tensor.
     import torch._tensor_str as ts
 
@@ -52,7 +52,7 @@ def _storage_from_npu(args, kwargs, device):
 
 def _patch_untyped_storage():
     # torch.UntypedStorage(n, device="npu") would call the C++ PrivateUse1 allocator, which a
-    # Python backend cannot register: the process segfaults (pitfall 1). torch.load(map_location=
+    # Python backend cannot register: the process segfaults (docs/simulator_pitfalls.md, pitfall 1). torch.load(map_location=
     # "npu") takes this path through the generated UntypedStorage.npu().
     cls = torch.UntypedStorage
     orig_new = cls.__new__

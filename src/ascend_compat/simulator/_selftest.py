@@ -1,8 +1,8 @@
 """Install-time refusals and probes of the undocumented torch behaviours the simulator relies on.
 
 Refusals (nothing is registered when they fire): real torch_npu importable or loaded, another
-PrivateUse1 backend already registered, torch too old for the mechanisms used. Probes (pitfall
-10): kDLExtDev <-> PrivateUse1 in DLPack, PyObject preservation of the exported host tensor,
+PrivateUse1 backend already registered, torch too old for the mechanisms used. Probes (docs/simulator_pitfalls.md,
+pitfall 10): kDLExtDev <-> PrivateUse1 in DLPack, PyObject preservation of the exported host tensor,
 ``torch._C._acc``, ``Library.fallback`` with a Python function, ``OpOverload.redispatch``.
 Each failure raises :class:`SimulatorUnavailable` saying what failed and what to do.
 """

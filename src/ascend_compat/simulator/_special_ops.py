@@ -4,7 +4,7 @@
 * copies (``copy_``, ``_copy_from``, ``_copy_from_and_resize``): between host aliases (lazy
   conjugate/negative bits kept), which covers cpu<->npu and npu:i<->npu:j;
 * ``resize_``: DLPack storage cannot grow, so growing allocates new device storage and re-points
-  the tensor with ``set_`` (pitfall 4);
+  the tensor with ``set_`` (docs/simulator_pitfalls.md, pitfall 4);
 * ``record_stream``: execution is synchronous, nothing to record;
 * ``_efficientzerotensor``: materialised zeros (CPU's ZeroTensor has no memory to alias);
 * ``_has_compatible_shallow_copy_type``: True between npu and CPU dense tensors as torch_npu
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_compat.simulator import _memory, _state
+from ascend_compat.simulator import _dispatch, _memory, _state
 
 aten = torch.ops.aten
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -150,7 +150,7 @@ def _has_compatible_shallow_copy_type(op, self, from_):
 
 
 def _conv(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    from ascend_compat.simulator._dispatch import call_on_host
+    call_on_host = _dispatch.call_on_host
 
     return call_on_host(aten.convolution.default,
                         (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
@@ -158,7 +158,7 @@ def _conv(op, input, weight, bias, stride, padding, dilation, transposed, output
 
 def _conv_backward(op, grad_output, input, weight, stride, padding, dilation, transposed,
                    output_padding, groups, output_mask):
-    from ascend_compat.simulator._dispatch import call_on_host
+    call_on_host = _dispatch.call_on_host
 
     bias_sizes = [weight.shape[1] * groups] if transposed else [weight.shape[0]]
     res = call_on_host(aten.convolution_backward.default,
@@ -247,13 +247,13 @@ def _bn_index(*ts) -> int:
         if t.device.type != "npu":
             if t.dim() == 0:
                 continue
-            from ascend_compat.simulator._dispatch import mixed_device_error
+            mixed_device_error = _dispatch.mixed_device_error
 
             raise mixed_device_error(f"npu:{index if index is not None else t.get_device()}", t.device)
         if index is None:
             index = t.device.index
         elif t.device.index != index:
-            from ascend_compat.simulator._dispatch import mixed_device_error
+            mixed_device_error = _dispatch.mixed_device_error
 
             raise mixed_device_error(f"npu:{index}", f"npu:{t.device.index}")
     return _state.current_device() if index is None else index
@@ -396,6 +396,7 @@ TABLE = {
     "aten::batch_norm_backward_reduce": _batch_norm_backward_reduce,
     "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
+_dispatch.SPECIAL.update(TABLE)
 
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
 DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",

@@ -25,17 +25,17 @@ def device_count() -> int:
 def visible_device_count() -> int:
     """Devices this process may use: ``torch.npu.device_count()`` (the node's devices filtered by
     ``ASCEND_RT_VISIBLE_DEVICES``, applied once, in ``npu_api.device``); the node count without it."""
-    global _visible
-    if _visible is None:
-        try:
-            from ascend_compat.simulator.npu_api.device import device_count as visible
-        except ImportError:
-            visible = device_count
-        _visible = visible
-    return _visible()
+    return (_visible or device_count)()
 
 
 _visible = None
+
+
+def register_visible_count(counter) -> None:
+    """Called by the ``torch.npu`` module (``npu_api.device``) when it loads: the device core never
+    imports the torch_npu stand-in, the stand-in tells it how visibility is counted."""
+    global _visible
+    _visible = counter
 
 
 def current_device() -> int:

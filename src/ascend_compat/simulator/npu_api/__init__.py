@@ -97,10 +97,8 @@ def _build_aclnn() -> types.ModuleType:
 
 def _api_tables(version: Optional[str]):
     """(names of the emulated version, union over all versions) from the generated data; empty if absent."""
-    try:
-        from ascend_compat import data
-    except ImportError:
-        return frozenset(), frozenset()
+    from ascend_compat import data
+
     try:
         versions = data.npu_api_versions()
         union: FrozenSet[str] = frozenset().union(*(data.npu_api(v) for v in versions))

@@ -32,10 +32,10 @@ def pta_error(code: str) -> str:
     if os.environ.get("TORCH_NPU_COMPACT_ERROR_OUTPUT", "0") not in ("", "0") or _interactive():
         return ""
     number, meaning = CODES[code]
-    try:
-        from . import device as _device
+    from ascend_compat.simulator import _state
 
-        dev = _device.current_device_or_minus_one()
+    try:
+        dev = int(_state.current_device())
     except Exception:  # pragma: no cover - never let the suffix itself fail
         dev = -1
     rank = -1

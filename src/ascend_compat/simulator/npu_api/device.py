@@ -222,6 +222,14 @@ def is_available() -> bool:
 _cached_device_count: Optional[int] = None
 
 
+def base_capacity(index: int) -> int:
+    """The device's total memory: the configured capacity, else the SoC's HBM size."""
+    configured = getattr(config(), "memory_capacity", None)
+    if configured is not None:
+        return int(configured)
+    return current_soc().total_memory
+
+
 def device_count() -> int:
     """Number of visible simulated NPUs: the node's devices filtered by ``ASCEND_RT_VISIBLE_DEVICES``.
 
@@ -307,3 +315,12 @@ device = _DeviceContext
 device.__name__ = device.__qualname__ = "device"
 device_of = _DeviceOfContext
 device_of.__name__ = device_of.__qualname__ = "device_of"
+
+
+def _tell_the_device_core() -> None:
+    from ascend_compat.simulator import _state
+
+    _state.register_visible_count(device_count)
+
+
+_tell_the_device_core()

@@ -37,12 +37,7 @@ def _index(device: Any) -> int:
     return _dev._state().check_index(_dev._get_device_index(device, optional=True))
 
 
-def base_capacity(index: int) -> int:
-    """The device's total memory: the configured capacity, else the SoC's HBM size."""
-    configured = getattr(_dev.config(), "memory_capacity", None)
-    if configured is not None:
-        return int(configured)
-    return _dev.current_soc().total_memory
+base_capacity = _dev.base_capacity
 
 
 # ---------------------------------------------------------------------------- statistics

@@ -14,7 +14,8 @@ from typing import Any, Optional, Tuple
 
 import torch
 
-from .device import _check_valid, _get_device_index, _lazy_init, _state, config, current_soc, parse_capability
+from .device import (_check_valid, _get_device_index, _lazy_init, _state, base_capacity, config, current_soc,
+                     parse_capability)
 from .soc_specs import SocSpec
 
 def get_device_name(device_name: Any = None) -> str:
@@ -73,9 +74,7 @@ class _NPUDeviceProperties:
 
 def device_total_memory(index: int) -> int:
     """Total memory the device reports: the configured capacity if one was set, else the SoC's HBM."""
-    from . import memory as _mem_api
-
-    return _mem_api.base_capacity(index)
+    return base_capacity(index)
 
 
 def get_device_properties(device_name: Any = None) -> _NPUDeviceProperties:

@@ -1,0 +1,133 @@
+"""The package's structure, measured from its imports (function-level imports included): no module
+imports another in a circle, no layer imports a higher one, and no module guards an import of the
+project's own code with ``except ImportError``."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, Set
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "ascend_compat"
+
+#: top-level part of the package -> its layer (a module may import its own layer and the ones below)
+LAYERS = {
+    "_version": 0, "_config": 0, "_log": 0, "_files": 0, "backend": 0, "data": 0,
+    "errors": 1,
+    "simulator": 2, "cuda_shim": 2,
+    "ecosystem": 3, "coverage": 3, "analysis": 3, "doctor": 3, "perf": 3, "accuracy": 3,
+    "_inherit": 4, "_activation": 4, "_boot": 4, "__init__": 5,
+    "cli": 6, "__main__": 6,
+}
+
+
+def _modules() -> Dict[str, Path]:
+    out = {}
+    for path in SRC.rglob("*.py"):
+        parts = ["ascend_compat", *path.relative_to(SRC).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _imports(module: str, path: Path) -> Set[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {_resolve(a.name) for a in node.names if a.name.startswith("ascend_compat")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base.startswith("ascend_compat"):
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    found.add(full if full in MODULES else _resolve(base))
+    found.discard(module)
+    found.discard("")
+    return found
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _is_ancestor(a: str, b: str) -> bool:
+    return b.startswith(a + ".")
+
+
+def test_every_part_has_a_layer():
+    assert {_part(m) for m in MODULES} <= set(LAYERS), sorted({_part(m) for m in MODULES} - set(LAYERS))
+
+
+def test_no_layer_imports_a_higher_one():
+    upward = sorted((m, d) for m, deps in GRAPH.items() for d in deps
+                    if LAYERS[_part(d)] > LAYERS[_part(m)])
+    assert upward == []
+
+
+def test_no_import_circles():
+    """Strongly connected components of the module graph, leaving out a module's imports of its own
+    enclosing packages' ``__init__`` (a package's public face, read lazily by its members)."""
+    graph = {m: {d for d in deps if not _is_ancestor(d, m)} for m, deps in GRAPH.items()}
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack, on_stack, circles = [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan, iteratively deep enough for this package
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_own_imports_are_never_guarded():
+    guarded = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Try):
+                continue
+            catches = {ast.unparse(h.type) for h in node.handlers if h.type is not None}
+            if not catches & {"ImportError", "ModuleNotFoundError"}:
+                continue
+            for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+                if isinstance(inner, ast.ImportFrom) and (inner.level or (inner.module or "").startswith("ascend_compat")):
+                    guarded.append(f"{module}:{inner.lineno}")
+                elif isinstance(inner, ast.Import) and any(a.name.startswith("ascend_compat") for a in inner.names):
+                    guarded.append(f"{module}:{inner.lineno}")
+    assert guarded == []
