@@ -123,7 +123,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         r = RULES["cuda-extension"]
         repl = EXTENSION[q]
         return (r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: {r.explanation}",
-                f"use {repl}; " + r.suggestion if repl else r.suggestion)
+                f"use {repl}; " + r.suggestion if repl and repl not in r.suggestion else r.suggestion)
     if q in TRITON:
         r = RULES["triton-kernel"]
         return r.id, r.handling, f"@{q} kernel: {r.explanation}", r.suggestion
