@@ -5,6 +5,9 @@ TREE defaults to the installed torch package (its .py files, found without impor
 Prints wall-clock lines/s and CPU-time-based lines/s (the latter is what the given number of idle
 cores would deliver; on a machine shared with other jobs the wall-clock number is lower) for: check cold (no cache), check with a cache being filled, check warm (cache hit),
 and migrate (dry run) on a sample of the files that have findings.
+
+First it prints check's single-process CPU time as a ratio to CPython's own ``ast.parse`` of the
+same files (read and decoded the same way) in the same run: the parser is the floor check builds on.
 """
 from __future__ import annotations
 
@@ -23,6 +26,35 @@ def _torch_dir() -> str:
     if spec is None or not spec.submodule_search_locations:
         sys.exit("torch is not installed; pass a TREE to benchmark")
     return list(spec.submodule_search_locations)[0]
+
+
+def parse_vs_check(targets) -> float:
+    """check's single-process time on ``targets`` divided by ``ast.parse`` time on the same files."""
+    import ast
+    import warnings
+
+    from ascend_compat.analysis.scan import ScanOptions, scan_targets
+
+    texts = []
+    for t in targets:
+        with open(t.path, "rb") as fh:
+            texts.append(fh.read().decode("utf-8", "replace"))
+    t0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for text in texts:
+            try:
+                ast.parse(text)
+            except SyntaxError:
+                pass
+    parse = time.process_time() - t0
+    t0 = time.process_time()
+    scan_targets(targets, ScanOptions(), jobs=1)
+    check = time.process_time() - t0
+    ratio = check / parse
+    print(f"ast.parse {parse:6.2f} cpu-s | check (1 process, no cache) {check:6.2f} cpu-s | "
+          f"ratio check/ast.parse = {ratio:.2f}")
+    return ratio
 
 
 def main() -> int:
@@ -59,6 +91,7 @@ def main() -> int:
               f"({n:,} findings, {errs} file errors)")
         return res
 
+    parse_vs_check(targets)
     res = run("cold", ScanOptions())
     cache = tempfile.mkdtemp(prefix="ac-bench-cache-")
     try:

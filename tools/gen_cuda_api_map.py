@@ -109,7 +109,7 @@ MAPPED_NOTES = {
     "get_device_capability": "returns None (with a warning) unless TORCH_NPU_DEVICE_CAPABILITY is set, e.g. '8.0'",
     "get_device_properties": "NPU properties: name, total_memory, cube_core_num, vector_core_num, L2_cache_size; CUDA-only fields are empty",
     "amp": "torch.npu.amp is deprecated upstream like torch.cuda.amp; prefer torch.amp with device_type='npu'",
-    "amp.autocast": "prefer torch.autocast('npu', ...)",
+    "amp.autocast": "prefer torch.autocast('npu')",
     "amp.GradScaler": "prefer torch.amp.GradScaler('npu')",
     "is_bf16_supported": "True on Atlas A2/A3 (910B/910_93) and newer; False on 910A/310P",
     "CUDAGraph": "torch.npu.NPUGraph; torch_npu's docs support graph capture for inference, not training",

@@ -89,8 +89,8 @@ def test_markdown_and_html_plans(repo):
     md = cli(["check", "--format", "markdown", "."], repo).stdout
     assert md.startswith("# CUDA to Ascend migration plan")
     assert "| . | 1 | easy | 1 | 0 | 0 | 0 |" in md
-    assert "| kernels | 2 | hard | 0 | 0 | 1 | 1 |" in md and "| train | 1 | moderate | 2 | 2 | 1 | 0 |" in md
-    assert "## Manual changes (2)" in md and "`./train/main.py:7` **nvidia-smi**" in md
+    assert "| kernels | 2 | hard | 0 | 0 | 3 | 1 |" in md and "| train | 1 | moderate | 2 | 2 | 1 | 0 |" in md
+    assert "## Manual changes (4)" in md and "`./train/main.py:7` **nvidia-smi**" in md
     assert "`./kernels/ext.py:2` **cuda-extension**" in md
     assert "## Not analysed (1)" in md and "kernels/broken.py" in md
     out = repo / "plan.html"

@@ -3,8 +3,10 @@
 * easy: every finding is handled automatically (the runtime shim runs it; migrate can rewrite it);
 * moderate: something runs with different semantics, numerics or speed (partial), or a few
   local manual edits (at most 3, none structural);
-* hard: custom CUDA extensions / kernels, CUDA-only libraries without a drop-in, Triton kernels,
-  or more than 3 manual edits.
+* hard: custom CUDA extensions / kernels, CUDA-only libraries without a drop-in (imported
+  unconditionally: an import guarded by ``except ImportError`` is optional and rated partial),
+  Triton kernels, or more than 3 manual edits. C++ device references (``torch::kCUDA``) are local
+  edits and make a file moderate at most.
 
 The whole input is as hard as its hardest file; files that could not be analysed are listed as
 reasons (the rating cannot vouch for them).
@@ -17,6 +19,7 @@ from typing import Iterable, List
 
 from ascend_compat.analysis.findings import FileResult, Finding
 from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.knowledge import libraries
 
 LEVELS = ("none", "easy", "moderate", "hard")
 STRUCTURAL = {"cuda-extension", "cuda-source", "triton-kernel"}
@@ -29,6 +32,13 @@ class Rating:
     reasons: List[str] = field(default_factory=list)
 
 
+def _library_name(f: Finding) -> str:
+    """The listed library a cuda-library finding is about (its import or a use site)."""
+    name = f.message.split(":", 1)[0].replace("import of ", "")
+    rec = libraries.lookup(name)
+    return rec.name if rec is not None else name
+
+
 def rate_findings(findings: Iterable[Finding]) -> Rating:
     """Rating of a set of findings (one file or all)."""
     findings = list(findings)
@@ -38,8 +48,11 @@ def rate_findings(findings: Iterable[Finding]) -> Rating:
     manual = [f for f in findings if f.handling == "manual"]
     partial = [f for f in findings if f.handling == "partial"]
     reasons: List[str] = []
+    # C++ device references (torch::kCUDA) are local edits, never a reason to call the input hard
+    cpp_devices = [f for f in manual if f.rule == "device-string"]
+    manual = [f for f in manual if f.rule != "device-string"]
     structural = Counter(f.rule for f in manual if f.rule in STRUCTURAL)
-    libs = sorted({f.message.split(":", 1)[0].replace("import of ", "") for f in manual if f.rule == "cuda-library"})
+    libs = sorted({_library_name(f) for f in manual if f.rule == "cuda-library"})
     for rule, n in structural.most_common():
         reasons.append(f"{n} x {RULES[rule].title}: needs porting to AscendC / torch_npu ops")
     if libs:
@@ -54,6 +67,10 @@ def rate_findings(findings: Iterable[Finding]) -> Rating:
         if manual:
             rules = Counter(f.rule for f in manual)
             reasons.append(f"{len(manual)} manual edit(s): " + ", ".join(f"{r} x{n}" for r, n in rules.most_common()))
+    if cpp_devices:
+        if level == "easy":
+            level = "moderate"
+        reasons.append(f"{len(cpp_devices)} C++ device reference(s) (torch::kCUDA) to edit by hand")
     if partial:
         rules = Counter(f.rule for f in partial)
         reasons.append(f"{len(partial)} reference(s) run with different semantics/numerics/speed: "

@@ -35,6 +35,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding
 from ascend_compat.analysis.rules import libraries
+from ascend_compat.knowledge import env_vars as _env_records
 
 #: bump when the analysis changes so cached results are not reused
 ANALYZER_VERSION = "1"
@@ -44,7 +45,10 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 #: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
 KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
             "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
-            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"')
+            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc", "from_numpy", "type=int")
+#: environment variables check knows (from the knowledge records) that no keyword above covers
+KEYWORDS += tuple(sorted({n for n in (r.name.rstrip("*").lower() for r in _env_records.RECORDS)
+                          if not any(k in n for k in KEYWORDS)}))
 _EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
 _TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
@@ -367,6 +371,8 @@ _CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find
 _CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
                   r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
                   r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
+#: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
+_CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")
 
 
 def _line_findings(path, text, rx, kind) -> List[Finding]:
@@ -379,6 +385,12 @@ def _line_findings(path, text, rx, kind) -> List[Finding]:
         m = rx.search(code)
         if m:
             what = m.group(0).strip()
+            if kind == "cpp" and _CPP_DEVICE.fullmatch(what):
+                d = RULES["device-string"]
+                out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "device-string", d.category, "manual",
+                                   f"C++ CUDA device `{what}`: libtorch code is outside the Python shim's reach",
+                                   "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)"))
+                continue
             out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-extension", r.category,
                                r.handling, f"CUDA build/code reference `{what}`: {r.explanation}",
                                "build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension."

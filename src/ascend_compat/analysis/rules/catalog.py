@@ -57,12 +57,12 @@ _RULES = [
     Rule("legacy-tensor-type", "device", AUTO, "legacy torch.cuda.*Tensor type",
          "torch.cuda.FloatTensor-style constructors and .type('torch.cuda.*Tensor') are mapped by the "
          "shim to torch.npu.*Tensor.",
-         "use torch.empty(..., dtype=..., device=\"npu\") or torch.npu.FloatTensor"),
+         "use torch.empty with dtype and device=\"npu\", or torch.npu.FloatTensor"),
     # -- torch.cuda API ---------------------------------------------------------------------
     Rule("torch-cuda-api", "api", AUTO, "torch.cuda API",
          "torch.cuda names that torch_npu provides as torch.npu.* are mapped by the shim; names "
          "without an NPU counterpart raise an error naming the API under the shim.",
-         "use torch.npu.<name>"),
+         "use the torch.npu function of the same name"),
     Rule("device-capability", "api", PARTIAL, "CUDA compute capability / device properties",
          "NPUs have no CUDA compute capability: torch_npu's get_device_capability() returns None "
          "unless TORCH_NPU_DEVICE_CAPABILITY is set; the shim returns a configurable value. Code "
@@ -72,7 +72,7 @@ _RULES = [
     Rule("cuda-amp", "amp", AUTO, "CUDA automatic mixed precision",
          "torch.cuda.amp.autocast/GradScaler/custom_fwd and torch.autocast(\"cuda\") are mapped by "
          "the shim to the NPU autocast and torch.npu.amp.GradScaler.",
-         'use torch.amp.autocast("npu", ...) and torch.amp.GradScaler("npu") (or torch.npu.amp.*)'),
+         'use torch.amp.autocast("npu") and torch.amp.GradScaler("npu")'),
     Rule("cuda-graph", "graphs", PARTIAL, "CUDA graphs",
          "CUDAGraph/graph/make_graphed_callables map to torch.npu.NPUGraph, which supports "
          "inference capture only; elsewhere the shim runs eagerly (correct, without the speed-up).",
@@ -101,7 +101,7 @@ _RULES = [
     Rule("nccl-env", "distributed", PARTIAL, "NCCL_* environment variable",
          "NCCL variables have no effect on HCCL; the shim maps the ones with an HCCL equivalent "
          "(e.g. NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME) and warns about the rest.",
-         "set the HCCL_* equivalent (HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT, HCCL_BUFFSIZE...)"),
+         "set the HCCL_* equivalent, such as HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT or HCCL_BUFFSIZE"),
     Rule("reduce-op-avg", "distributed", PARTIAL, "ReduceOp.AVG",
          "HCCL itself implements only SUM/PROD/MAX/MIN: current torch_npu (and the simulator) runs AVG "
          "as SUM followed by a division, so results can differ in the last bits from NCCL's AVG; "
@@ -109,8 +109,8 @@ _RULES = [
          "for portability across torch_npu versions: all_reduce with ReduceOp.SUM, then divide by "
          "dist.get_world_size()"),
     Rule("data-parallel", "distributed", PARTIAL, "nn.DataParallel",
-         "torch_npu does not support single-process multi-device DataParallel: it runs on one NPU "
-         "only.",
+         "DataParallel replicates the module over the visible devices from one process; it runs on "
+         "NPU devices, but torch_npu does not support it officially and it is slower than DDP.",
          "use DistributedDataParallel with backend=\"hccl\" (torchrun)"),
     # -- environment -------------------------------------------------------------------------
     Rule("cuda-env", "environment", AUTO, "CUDA environment variable",

@@ -11,6 +11,7 @@ import functools
 from typing import NamedTuple, Optional
 
 from ascend_compat.analysis.rules.catalog import AUTO, MANUAL, PARTIAL
+from ascend_compat.knowledge import cuda_names as shim_table
 
 
 class ApiStatus(NamedTuple):
@@ -70,6 +71,12 @@ def status(name: str, version: Optional[str] = None) -> ApiStatus:
     if not known:
         npu = "torch.npu." + _RENAMED.get(head, head) + name[len(head):]
         note = "NPU status not verified (ascend_compat.data.cuda_api_map unavailable)"
+    shim = shim_table.status(head)
+    if shim is not None and shim[0] in (shim_table.EMULATE, shim_table.KEEP) and npu is None:
+        # torch_npu lacks it, but the shim answers it itself: it runs, differently
+        return ApiStatus(_rule_of(head), PARTIAL, None, shim[1] or note)
+    if shim is not None and shim[0] == shim_table.UNSUPPORTED:
+        return ApiStatus(_rule_of(head), MANUAL, None, note or shim[1] or "")
     if head in _AMP:
         return ApiStatus("cuda-amp", AUTO if npu else MANUAL, npu, note)
     if head in _GRAPHS:
@@ -85,10 +92,21 @@ def status(name: str, version: Optional[str] = None) -> ApiStatus:
     if head == "nvtx":
         return ApiStatus("torch-cuda-api", PARTIAL, npu or "torch.npu.mstx",
                          note or "NVTX ranges map to mstx markers; NVIDIA profilers do not see them")
+    if head == "cudart" and npu:
+        return ApiStatus("torch-cuda-api", PARTIAL, npu,
+                         note or "torch.npu.npurt() exposes the NPU runtime, not the CUDA runtime API")
     if npu is None:
         return ApiStatus("torch-cuda-api", MANUAL, None,
                          note or "torch_npu has no counterpart; the shim raises an error naming it")
     return ApiStatus("torch-cuda-api", AUTO, npu, note)
+
+
+def _rule_of(head: str) -> str:
+    if head in _CAPABILITY:
+        return "device-capability"
+    if head in _GRAPHS:
+        return "cuda-graph"
+    return "cuda-amp" if head in _AMP else "torch-cuda-api"
 
 
 def has_npu_counterpart(name: str, version: Optional[str] = None) -> Optional[str]:

@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import environment, libraries
-from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
 from ascend_compat.analysis.rules.qualnames import classify, is_interesting
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
@@ -66,9 +66,27 @@ _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp
                    "numba", "torch.load", "torch.distributed")
 
 
+_NUMPY_FLOAT64 = frozenset(f"numpy.{n}" for n in (
+    "zeros", "ones", "empty", "full", "linspace", "eye", "identity", "random.rand", "random.randn",
+    "random.random", "random.uniform", "random.normal", "loadtxt", "genfromtxt"))
+#: a string that is a path or glob of CUDA sources
+_CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
+
+
+def _catches_import_error(t) -> bool:
+    """Whether an except clause's type catches ImportError (bare, Exception, ImportError, a tuple)."""
+    if t is None:
+        return True
+    if type(t) is ast.Tuple:
+        return any(_catches_import_error(e) for e in t.elts)
+    name = t.id if type(t) is ast.Name else t.attr if type(t) is ast.Attribute else ""
+    return name in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
+
+
 def needs_tracking(q: str) -> bool:
     """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word."""
-    return q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
+    return (q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
+            or classify(q + ".x") is not None)
 
 
 def _is_device_name(name: str) -> bool:
@@ -129,8 +147,14 @@ class PyAnalyzer:
             ast.Assign: self._assign, ast.AnnAssign: self._assign,
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
-            ast.Constant: self._noop, ast.Return: self._return,
+            ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
         }
+        #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
+        self._guarded = 0
+        #: argparse destinations declared ``type=int`` (``args.gpu``)
+        self._int_attrs: Set[str] = set()
+        #: names bound to NumPy arrays created with NumPy's default float64 dtype
+        self._f64_arrays: Set[str] = set()
         self._function_names: List[str] = []
 
     # ------------------------------------------------------------------ plumbing
@@ -167,6 +191,13 @@ class PyAnalyzer:
             for child in ast.iter_child_nodes(node):
                 self.visit(child)
 
+    def _constant(self, node: ast.Constant) -> None:
+        """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
+        v = node.value
+        if type(v) is str and v.endswith((".cu", ".cuh")) and _CU_PATH.match(v):
+            r = RULES["cuda-source"]
+            self.report(node, "cuda-source", f'"{v}" names CUDA source files: ' + r.explanation, r.suggestion)
+
     def _visit_all(self, nodes: Iterable) -> None:
         for n in nodes:
             if n is not None:
@@ -196,7 +227,7 @@ class PyAnalyzer:
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
         self.scopes[-1].aliases[name] = qual
-        if qual is not None and qual != name and needs_tracking(qual):
+        if qual is not None and (qual != name or name in libraries.TOP_LEVEL_NAMES) and needs_tracking(qual):
             self.dynamic_names.add(name)
 
     def qual(self, node) -> Optional[str]:
@@ -254,9 +285,23 @@ class PyAnalyzer:
             suggestion=suggestion or r.suggestion, cell=self.cell))
 
     # ------------------------------------------------------------------ imports and scopes
+    def _import_line(self, node, q: str) -> None:
+        """An import line binding a CUDA module or name (``import torch.backends.cudnn as cudnn``)."""
+        c = classify(q, self.version)
+        if c is not None:
+            rule, handling, msg, sugg = c
+            if q == "torch.cuda":
+                msg = "the shim maps it to torch.npu"
+            for prefix in (q + ": ", q.rsplit(".", 1)[-1] + ": ", q):
+                if msg.startswith(prefix):
+                    msg = msg[len(prefix):]
+                    break
+            self.report(node, rule, f"import of {q}" + (f": {msg}" if msg else ""), sugg, handling)
+
     def _import(self, node: ast.Import) -> None:
         for a in node.names:
-            self._library(node, a.name)
+            if not self._library(node, a.name) and a.asname:
+                self._import_line(node, a.name)
             if a.asname:
                 self._bind(a.asname, a.name)
             else:
@@ -275,8 +320,22 @@ class PyAnalyzer:
                 continue
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
-                self._library(node, q)
+                reported = self._library(node, q)
+            if not reported:
+                self._import_line(node, q)
             self._bind(a.asname or a.name, q)
+
+    def _try(self, node: ast.Try) -> None:
+        guarded = any(_catches_import_error(h.type) for h in node.handlers)
+        self._guarded += guarded
+        try:
+            self._visit_all(node.body)
+        finally:
+            self._guarded -= guarded
+        for h in node.handlers:
+            self.visit(h)
+        self._visit_all(node.orelse)
+        self._visit_all(node.finalbody)
 
     def _library(self, node, module: str, names=()) -> bool:
         hit = libraries.lookup(module)
@@ -288,8 +347,11 @@ class PyAnalyzer:
         if hit is None:
             return False
         key, lib = hit
-        self.report(node, "cuda-library", f"import of {key}: {lib.what} (CUDA only)",
-                    f"use {lib.replacement}", handling=lib.handling)
+        msg, handling = "import of " + libraries.message(key, lib), lib.verdict
+        if self._guarded and handling == MANUAL:
+            # the except branch is the Ascend path: the code runs without the library
+            msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
+        self.report(node, "cuda-library", msg, lib.replacement, handling=handling)
         return True
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
@@ -349,6 +411,8 @@ class PyAnalyzer:
             if type(node) is ast.AnnAssign and node.annotation is not None:
                 self.visit(node.annotation)
             if type(t) is ast.Name:
+                if type(value) is ast.Call and self._numpy_float64(value):
+                    self._f64_arrays.add(t.id)
                 q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
                 self._bind(t.id, q if q and is_interesting(q) else None)
                 if value is not None:
@@ -451,14 +515,14 @@ class PyAnalyzer:
                 msg = f'"{s}" used as a device'
             else:
                 src = self._segment(n)
-                s = src or "cuda:<N>"
+                s = src or "cuda:N"
                 npu = s.replace("cuda", "npu", 1)
                 msg = f"CUDA device string built at run time ({s if len(s) < 40 else 'cuda:...'})"
             if rule == "cuda-amp":
                 msg += " (autocast / GradScaler device type)"
             if _const_str(n) is not None:
                 npu = f'"{npu}"'
-            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else 'use "npu:<N>"')
+            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else "use the same expression with npu in place of cuda")
 
     def _report_backends(self, nodes) -> None:
         for n in nodes:
@@ -479,6 +543,11 @@ class PyAnalyzer:
             self._use("device", expr.id)
             return
         if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
+            if allow_int and expr.attr in self._int_attrs:
+                seg = self._segment(expr) or expr.attr
+                self.report(expr, "int-device", f"integer device ordinal {seg} (an int command-line option)",
+                            f'use torch.device("npu", {seg})')
+                return
             if self.qual(expr) is None:
                 self.attr_uses.add(("device", expr.attr))
             return
@@ -566,20 +635,19 @@ class PyAnalyzer:
 
     def _env_key(self, node) -> None:
         s = _const_str(node)
-        if s is None or not (s.startswith("CUDA") or "NCCL" in s or s.startswith("PYTORCH_CUDA")):
+        rec = None if s is None else environment.lookup(s)
+        if rec is None:
             return
-        row = environment.lookup(s)
-        if row is None:
-            return
-        rule, handling, repl, note = row
-        msg = f"environment variable {s}" + (f": {note}" if note else "")
-        self.report(node, rule, msg, f"use {repl}" if repl else RULES[rule].suggestion, handling=handling)
+        self.report(node, rec.rule, f"environment variable {s}: {rec.reason}", rec.advice, handling=rec.verdict)
 
     def _subscript(self, node: ast.Subscript) -> None:
         self.visit(node.value)
         sl = node.slice
         if type(sl) is ast.Constant:
             self._env_key(sl)
+            if sl.value == "nvcc":
+                r = RULES["cuda-extension"]
+                self.report(sl, "cuda-extension", "nvcc compile flags: " + r.explanation, r.suggestion)
         else:
             self.visit(sl)
 
@@ -674,17 +742,17 @@ class PyAnalyzer:
         # children
         self.visit(func)
         for a in args:
-            if type(a) is not ast.Constant:
-                self.visit(a)
+            self.visit(a)
         for kw in kws:
-            if type(kw.value) is not ast.Constant:
-                self.visit(kw.value)
+            self.visit(kw.value)
 
     def _call_qualified(self, node: ast.Call, q: str, args, kws) -> None:
         if q in DEVICE_FIRST_ARG and args:
             self._device_arg(args[0], allow_int=q == "torch.device")
         elif q in AMP_FIRST_ARG and args:
             self._device_arg(args[0], rule="cuda-amp")
+        elif q == "torch.from_numpy":
+            self._from_numpy(node, args)
         elif q == "torch.load":
             if len(args) < 2 and not any(k.arg == "map_location" for k in kws):
                 r = RULES["torch-load"]
@@ -724,9 +792,29 @@ class PyAnalyzer:
                 self.report(node, "cuda-extension", f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: "
                             + r.explanation, r.suggestion)
 
+    def _numpy_float64(self, call: ast.Call) -> bool:
+        """A NumPy array factory call without a dtype: the array is float64."""
+        q = self.qual(call.func) if type(call.func) in (ast.Name, ast.Attribute) else None
+        return q in _NUMPY_FLOAT64 and not any(k.arg == "dtype" for k in call.keywords)
+
+    def _from_numpy(self, node: ast.Call, args) -> None:
+        a = args[0] if args else None
+        f64 = (type(a) is ast.Name and a.id in self._f64_arrays) or (type(a) is ast.Call and self._numpy_float64(a))
+        if type(a) is ast.Name and not f64:
+            self.dynamic_names.add(a.id)  # its assignment may sit in a statement the prefilter skipped
+        if f64:
+            r = RULES["float64"]
+            self.report(node, "float64", "torch.from_numpy of a float64 array (NumPy's default dtype): "
+                        "float64 on the NPU", "use torch.from_numpy(a).float(), or create the array with dtype=np.float32")
+
     def _argparse(self, node: ast.Call) -> None:
         opts = [_const_str(a) or "" for a in node.args]
         opts += [_const_str(k.value) or "" for k in node.keywords if k.arg == "dest"]
+        if any(k.arg == "type" and type(k.value) is ast.Name and k.value.id == "int" for k in node.keywords):
+            # args.<dest> holds an int: passed to .to() it is a device ordinal
+            dests = {o.lstrip("-").replace("-", "_") for o in opts if o.startswith("-")}
+            self._int_attrs.update(dests)
+            self.dynamic_names.update(dests)  # their uses (.to(args.gpu)) hold no trigger word
         device_opt = any(_is_device_name(o.lstrip("-").replace("-", "_")) for o in opts)
         backend_opt = any(_BACKEND_NAME.search(o) for o in opts)
         for k in node.keywords:

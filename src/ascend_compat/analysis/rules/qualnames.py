@@ -10,7 +10,7 @@ import functools
 from typing import Optional, Tuple
 
 from ascend_compat.analysis.rules import cuda_api, libraries
-from ascend_compat.analysis.rules.catalog import RULES
+from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
 
 Classified = Tuple[str, str, str, str]
 
@@ -29,6 +29,7 @@ EXTENSION = {"torch.utils.cpp_extension.CUDAExtension": "torch_npu.utils.cpp_ext
              "torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
              "torch.utils.cpp_extension.include_paths_cuda": None}
 TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
+_USE_SITES_ELSEWHERE = {"triton"}
 
 CUDNN_NOTES = {
     "benchmark": "no cuDNN autotuner on NPU; accepted by the shim, no effect",
@@ -57,16 +58,34 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
             return ("torch-cuda-api", "auto", "torch.cuda module used as a value",
                     "use torch.npu (torch_npu) or torch.get_device_module()")
         st = cuda_api.status(name, torch_npu_version)
+        # a note phrased as advice ("prefer X", "use X") is the suggestion, not part of the message
+        advice = st.note.startswith(("prefer ", "use "))
         msg = f"torch.cuda.{name}"
-        if st.note:
+        if st.note and not advice:
             msg += f": {st.note}"
-        if st.rule == "device-capability":
+        elif st.npu_name is None:
+            msg += ": torch_npu has no counterpart"
+        if advice:
+            sugg = "use " + st.note.split(" ", 1)[1]
+        elif st.rule == "device-capability":
             sugg = RULES[st.rule].suggestion
         elif st.npu_name:
             sugg = f"use {st.npu_name}"
         else:
-            sugg = "no torch.npu counterpart; " + RULES[st.rule].suggestion
+            sugg = "remove it, or guard it with a check that the device is CUDA"
         return st.rule, st.handling, msg, sugg
+    if q.startswith(("torch._C._cuda", "torch._C._cudart", "torch._C._nccl")):
+        return ("torch-cuda-api", MANUAL, f"{q}: a private CUDA binding; torch_npu has no counterpart",
+                "use the public torch.npu API instead of torch._C CUDA bindings")
+    if q.startswith("torch.") and q.endswith(".ProfilerActivity.CUDA"):
+        return ("torch-cuda-api", PARTIAL, "ProfilerActivity.CUDA: records no device activity on NPU",
+                "use torch_npu.profiler.profile with torch_npu.profiler.ProfilerActivity.NPU")
+    if q.startswith("torch._inductor.") and ("cudagraph" in q or "cuda_graph" in q):
+        r = RULES["compile-cuda-graphs"]
+        return r.id, r.handling, f"{q}: inductor's CUDA-graph setting; NPU graphs need torchair (or triton-ascend)", r.suggestion
+    if q.startswith("torch.") and "_init_for_cuda_graphs" in q:
+        r = RULES["cuda-graph"]
+        return r.id, r.handling, f"{q}: CUDA-graph RNG setup; " + r.explanation, r.suggestion
     if q.startswith("torch.backends.cudnn"):
         flag = q[len("torch.backends.cudnn."):]
         if flag == "deterministic":
@@ -83,7 +102,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         return r.id, r.handling, f"{q}: {why}", r.suggestion
     if q in DATA_PARALLEL:
         r = RULES["data-parallel"]
-        return r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: runs on one NPU only (no single-process multi-device on NPU)", r.suggestion
+        return r.id, r.handling, r.explanation, r.suggestion
     if q in FLOAT64:
         r = RULES["float64"]
         return (r.id, r.handling, f"{q}: no float64 compute on NPU; on the device it becomes float32 under the "
@@ -96,7 +115,7 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         return r.id, r.handling, f"{q}: runs op by op on NPU (no CUDA fuser); left enabled by the shim", r.suggestion
     if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
         r = RULES["reduce-op-avg"]
-        return r.id, r.handling, "ReduceOp.AVG: not supported by HCCL (all_reduce raises)", r.suggestion
+        return r.id, r.handling, "ReduceOp.AVG: " + r.explanation, r.suggestion
     if q in NCCL_NAMES:
         r = RULES["nccl-backend"]
         return r.id, r.handling, f"{q}: NCCL is not available on NPU (HCCL is).", f"use {NCCL_NAMES[q]}"
@@ -104,15 +123,17 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
         r = RULES["cuda-extension"]
         repl = EXTENSION[q]
         return (r.id, r.handling, f"{q.rsplit('.', 1)[-1]}: {r.explanation}",
-                f"use {repl}; " + r.suggestion if repl else r.suggestion)
+                f"use {repl}; " + r.suggestion if repl and repl not in r.suggestion else r.suggestion)
     if q in TRITON:
         r = RULES["triton-kernel"]
         return r.id, r.handling, f"@{q} kernel: {r.explanation}", r.suggestion
     if "." in q:
         hit = libraries.lookup(q)
-        if hit is not None and "." in hit[0]:
+        # a use site of a listed library (apex.amp.initialize), except Triton's language, whose
+        # kernels the triton-kernel rule reports once per decorator
+        if hit is not None and hit[0].split(".", 1)[0] not in _USE_SITES_ELSEWHERE:
             key, lib = hit
-            return ("cuda-library", lib.handling, f"{key}: {lib.what} (CUDA only)", f"use {lib.replacement}")
+            return "cuda-library", lib.verdict, libraries.message(q, lib), lib.replacement
     return None
 
 

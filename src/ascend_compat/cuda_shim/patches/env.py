@@ -106,7 +106,7 @@ class EnvTranslation(Change):
         for name in sorted(env):
             for prefix, advice in NO_EQUIVALENT.items():
                 if name.startswith(prefix) and name not in ENV_MAP:
-                    self.notes.append(f"{name} has no Ascend equivalent and is ignored: {advice}")
+                    self.notes.append(f"{name} is not translated by ascend-compat: {advice}")
                     log.info("%s", self.notes[-1])
                     break
         return True

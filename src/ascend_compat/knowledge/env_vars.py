@@ -1,0 +1,82 @@
+"""CUDA / NCCL environment variables and their Ascend counterparts (HCCL_* / ASCEND_RT_*).
+
+One record per variable (or ``*`` prefix). The shim translates those with ``shim_maps`` before the
+backend starts, so check rates them ``auto``; variables with an Ascend counterpart the shim does not
+copy are ``partial`` (set it yourself); the rest are ignored on Ascend.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, EnvVar
+
+_IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
+
+RECORDS: tuple[EnvVar, ...] = (
+    EnvVar("CUDA_VISIBLE_DEVICES", "cuda-env", AUTO, "ASCEND_RT_VISIBLE_DEVICES",
+           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0")),
+    EnvVar("PYTORCH_CUDA_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
+           "the shim maps it; keys the NPU allocator does not know are dropped with a warning",
+           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True")),
+    EnvVar("PYTORCH_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
+           "the shim maps it like PYTORCH_CUDA_ALLOC_CONF", "alloc_conf", True),
+    EnvVar("CUDA_LAUNCH_BLOCKING", "cuda-env", AUTO, "ASCEND_LAUNCH_BLOCKING",
+           "the shim maps it (synchronous launches for debugging)", None, True, ("1", "1")),
+    EnvVar("NCCL_SOCKET_IFNAME", "nccl-env", AUTO, "HCCL_SOCKET_IFNAME",
+           "the shim maps it", None, True, ("eth0", "eth0")),
+    EnvVar("NCCL_SOCKET_FAMILY", "nccl-env", AUTO, "HCCL_SOCKET_FAMILY",
+           "the shim maps it", None, True, ("AF_INET", "AF_INET")),
+    EnvVar("NCCL_BUFFSIZE", "nccl-env", AUTO, "HCCL_BUFFSIZE",
+           "the shim maps it, converting bytes to the MB HCCL_BUFFSIZE takes", "bytes_to_mb", True,
+           ("4194304", "4")),
+    EnvVar("TORCH_NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("TORCH_NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("TORCH_NCCL_DESYNC_DEBUG", "nccl-env", AUTO, "HCCL_DESYNC_DEBUG",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("NCCL_DETERMINISTIC", "nccl-env", AUTO, "HCCL_DETERMINISTIC",
+           "the shim maps it", None, True, ("1", "1")),
+    EnvVar("NCCL_DEBUG", "nccl-env", PARTIAL, "ASCEND_GLOBAL_LOG_LEVEL",
+           "HCCL logs through the CANN log (ASCEND_GLOBAL_LOG_LEVEL=1 for INFO, "
+           "ASCEND_SLOG_PRINT_TO_STDOUT=1 to print it)"),
+    EnvVar("NCCL_TIMEOUT", "nccl-env", PARTIAL, "HCCL_CONNECT_TIMEOUT",
+           "HCCL splits it into HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT"),
+    EnvVar("NCCL_ALGO", "nccl-env", PARTIAL, "HCCL_ALGO", "HCCL_ALGO exists but takes different values"),
+    EnvVar("NCCL_IB_*", "nccl-env", PARTIAL, "HCCL_INTRA_ROCE_ENABLE",
+           "HCCL picks RoCE/HCCS links itself; RoCE is configured per host"),
+    EnvVar("NCCL_P2P_*", "nccl-env", PARTIAL, "HCCL_INTRA_PCIE_ENABLE", "HCCL chooses intra-node links itself (HCCS)"),
+    EnvVar("NCCL_NVLS_*", "nccl-env", PARTIAL, None, "NVLink SHARP has no Ascend counterpart"),
+    EnvVar("NCCL_*", "nccl-env", PARTIAL, None, _IGNORED_NCCL),
+    EnvVar("TORCH_NCCL_*", "nccl-env", PARTIAL, None,
+           "a ProcessGroupNCCL option; HCCL has its own HCCL_* settings"),
+    EnvVar("CUDA_DEVICE_ORDER", "cuda-env-other", PARTIAL, None,
+           "NPU ids are always in PCI bus order; the variable is ignored"),
+    EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "cuda-env-other", PARTIAL, None,
+           "Megatron's overlap setting has no NPU equivalent (MindSpeed handles it)"),
+    EnvVar("CUDA_HOME", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
+           "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
+    EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
+           "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
+    EnvVar("TORCH_CUDA_ARCH_LIST", "cuda-extension", MANUAL, None,
+           "CUDA architectures mean nothing on NPU; AscendC ops target a SoC"),
+)
+
+BY_NAME: dict[str, EnvVar] = {r.name: r for r in RECORDS}
+
+
+def lookup(name: str) -> Optional[EnvVar]:
+    """The record for an environment variable name (exact name first, then the longest prefix)."""
+    rec = BY_NAME.get(name)
+    if rec is not None:
+        return rec
+    best = None
+    for r in RECORDS:
+        if r.name.endswith("*") and name.startswith(r.name[:-1]) and len(name) >= len(r.name):
+            if best is None or len(r.name) > len(best.name):
+                best = r
+    return best

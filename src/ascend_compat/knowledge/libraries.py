@@ -1,0 +1,143 @@
+"""CUDA-only (or CUDA-first) third-party libraries and what to do on Ascend.
+
+Keys are import names or dotted prefixes (the longest matching prefix wins). ``flash_attn``,
+``apex``, ``xformers`` and ``bitsandbytes`` have ascend-compat drop-ins (``ascend_compat.ecosystem.dropins``)
+that answer their imports under the shim, so they are ``partial``: the main entry points run on the
+NPU, with the differences each drop-in documents. Libraries without a drop-in are ``manual``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ascend_compat.knowledge.records import MANUAL, PARTIAL, Library
+
+_VERBS = ("use ", "keep ", "port ", "replace ", "install ", "run ", "compute ")
+
+
+def _lib(name: str, verdict: str, what: str, replacement: str, dropin: Optional[str] = None,
+         example: Optional[str] = None) -> Library:
+    advice = replacement if replacement.startswith(_VERBS) else "use " + replacement
+    if example is None and verdict == MANUAL:
+        example = f"import {name}"
+    return Library(name, verdict, what, advice, dropin, example)
+
+
+_QKV = ("import torch\nq = torch.randn(1, 8, 2, 16, device='cuda', dtype=torch.float16)\n")
+
+RECORDS: tuple[Library, ...] = (
+    # attention kernels
+    _lib("flash_attn", PARTIAL, "FlashAttention CUDA kernels",
+         "keep the import: the ascend-compat drop-in runs flash_attn_func and flash_attn_varlen_func on "
+         "torch_npu.npu_fusion_attention (dropout and window semantics follow the NPU kernel)",
+         "ascend_compat.ecosystem.dropins.flash_attn",
+         _QKV + "from flash_attn import flash_attn_func\nprint(flash_attn_func(q, q, q).device.type)"),
+    _lib("flash_attn_2_cuda", MANUAL, "FlashAttention's compiled CUDA module",
+                                 "use flash_attn's Python API via ascend_compat.ecosystem.dropins.flash_attn"),
+    _lib("flash_attn_interface", MANUAL, "FlashAttention-3 (Hopper only)",
+                                    "torch_npu.npu_fusion_attention or F.scaled_dot_product_attention"),
+    _lib("flash_attn.ops", MANUAL, "FlashAttention fused ops (layer norm, rotary, xentropy, MLP)",
+                              "torch_npu.npu_rms_norm / npu_rotary_mul / plain torch equivalents",
+         example="from flash_attn.ops.layer_norm import dropout_add_layer_norm"),
+    _lib("xformers", PARTIAL, "memory-efficient attention and fused ops (CUDA/Triton)",
+         "keep the import: the ascend-compat drop-in runs xformers.ops.memory_efficient_attention and its "
+         "attention biases on the NPU; replace other xformers components with F.scaled_dot_product_attention",
+         "ascend_compat.ecosystem.dropins.xformers",
+         _QKV + "import xformers.ops as xops\nprint(xops.memory_efficient_attention(q, q, q).device.type)"),
+    _lib("flashinfer", MANUAL, "LLM serving attention kernels (CUDA)",
+                          "vllm-ascend / torch_npu.npu_fusion_attention, npu_incre_flash_attention"),
+    _lib("sageattention", MANUAL, "quantized attention (CUDA/Triton)",
+                             "torch_npu.npu_fusion_attention"),
+    _lib("natten", MANUAL, "neighbourhood attention CUDA kernels",
+                      "the library's pure-PyTorch fallback, or a masked F.scaled_dot_product_attention"),
+    # NVIDIA training stacks
+    _lib("apex", PARTIAL, "NVIDIA apex (amp, fused optimizers, fused layer norm, DDP)",
+         "keep apex.amp, apex.optimizers, apex.normalization and apex.parallel: the ascend-compat drop-in "
+         "maps them to torch.amp, torch.optim, torch.nn and torch DDP; replace other apex parts with torch "
+         "equivalents",
+         "ascend_compat.ecosystem.dropins.apex",
+         "import torch\nfrom apex.normalization import FusedLayerNorm\n"
+         "print(FusedLayerNorm(8).cuda()(torch.randn(2, 8, device='cuda')).device.type)"),
+    _lib("transformer_engine", MANUAL, "NVIDIA Transformer Engine (FP8, fused layers)",
+                                  "plain torch.nn layers in bf16; MindSpeed for Megatron-style fused layers"),
+    _lib("megatron.core.fusions", MANUAL, "Megatron fused CUDA kernels",
+                                     "MindSpeed (Megatron on Ascend) patches these"),
+    _lib("deepspeed.ops", PARTIAL, "DeepSpeed ops (FusedAdam, FusedLamb, transformer kernels)",
+         "keep the ops DeepSpeed builds for NPU (op_builder/npu, e.g. FusedAdam); replace its CUDA-only "
+         "transformer kernels with torch.optim or torch_npu ops",
+         example="import torch\nfrom deepspeed.ops.adam import FusedAdam\n"
+                 "p = torch.nn.Parameter(torch.ones(1, device='cuda'))\nFusedAdam([p])\nprint(p.device.type)"),
+    _lib("deepspeed", PARTIAL, "DeepSpeed",
+         "keep DeepSpeed: it selects its npu accelerator when torch_npu is importable; replace its "
+         "CUDA-only ops and Triton features",
+         None,
+         "from deepspeed.accelerator import get_accelerator\nprint(get_accelerator().device_name())"),
+    # quantization
+    _lib("bitsandbytes", PARTIAL, "8-bit/4-bit quantization (CUDA kernels)",
+         "keep the import: the ascend-compat drop-in runs bitsandbytes.optim optimizers with full-precision "
+         "state; use torch_npu.npu_quant_matmul or msModelSlim for quantized layers",
+         "ascend_compat.ecosystem.dropins.bitsandbytes",
+         "import torch, bitsandbytes as bnb\np = torch.nn.Parameter(torch.ones(4, device='cuda'))\n"
+         "opt = bnb.optim.AdamW8bit([p])\np.sum().backward()\nopt.step()\nprint(p.device.type)"),
+    _lib("auto_gptq", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
+    _lib("gptqmodel", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
+    _lib("awq", MANUAL, "AWQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
+    _lib("exllamav2", MANUAL, "ExLlamaV2 CUDA kernels", "vllm-ascend or MindIE for quantized inference"),
+    _lib("marlin", MANUAL, "Marlin int4 GEMM (CUDA)", "torch_npu.npu_weight_quant_batchmatmul"),
+    # kernels / compilers
+    _lib("triton", MANUAL, "Triton GPU kernels", "triton-ascend (port kernels), or torch / torch_npu ops"),
+    _lib("liger_kernel", MANUAL, "Triton fused LLM kernels", "torch_npu fused ops (npu_rms_norm, npu_swiglu, npu_rotary_mul)"),
+    _lib("unsloth", MANUAL, "Triton-based fine-tuning kernels", "plain transformers/peft training on torch_npu"),
+    _lib("mamba_ssm", MANUAL, "Mamba selective-scan CUDA kernels",
+                         "the library's selective_scan_ref (pure PyTorch) or a chunked scan in torch"),
+    _lib("selective_scan_cuda", MANUAL, "Mamba selective-scan CUDA module", "selective_scan_ref (pure PyTorch)"),
+    _lib("causal_conv1d", MANUAL, "causal depthwise conv1d CUDA kernel",
+                             "F.conv1d with padding=k-1 and groups=C, keeping the first L outputs (the reference implementation)"),
+    _lib("torch_tensorrt", MANUAL, "TensorRT compilation", "torchair (torch.compile NPU backend) or ATC/OM models for MindIE"),
+    _lib("tensorrt", MANUAL, "NVIDIA TensorRT runtime", "ATC-converted OM models with ACL / MindIE"),
+    _lib("pycuda", MANUAL, "raw CUDA driver bindings", "torch.npu APIs, or pyACL (acl) for low-level control"),
+    _lib("cuda", MANUAL, "cuda-python driver/runtime bindings", "torch.npu APIs, or pyACL (acl)"),
+    _lib("cupy", MANUAL, "NumPy on CUDA", "torch tensors on the NPU, or NumPy on the host"),
+    _lib("numba.cuda", MANUAL, "Numba CUDA kernels", "torch operators on the NPU, or numba on the CPU"),
+    _lib("cudf", MANUAL, "RAPIDS GPU DataFrames", "pandas / polars on the host"),
+    _lib("cuml", MANUAL, "RAPIDS GPU machine learning", "scikit-learn on the host"),
+    _lib("cugraph", MANUAL, "RAPIDS GPU graph analytics", "networkx / torch_geometric"),
+    _lib("cucim", MANUAL, "RAPIDS GPU image processing", "scikit-image / torchvision"),
+    _lib("nvidia.dali", MANUAL, "NVIDIA DALI data loading", "torchvision / torch DataLoader (DVPP via torchvision_npu)"),
+    _lib("dali", MANUAL, "NVIDIA DALI data loading", "torchvision / torch DataLoader"),
+    _lib("vllm", MANUAL, "vLLM serving", "install vllm-ascend (the out-of-tree platform plugin) with vllm"),
+    # monitoring
+    _lib("pynvml", MANUAL, "NVML device monitoring", "npu-smi, torch.npu.mem_get_info()/utilization()"),
+    _lib("nvidia_smi", MANUAL, "NVML device monitoring", "npu-smi, torch.npu.mem_get_info()"),
+    _lib("GPUtil", MANUAL, "nvidia-smi based GPU listing", "torch.npu.device_count() / mem_get_info()"),
+    _lib("gpustat", MANUAL, "nvidia-smi based GPU status", "npu-smi info"),
+    _lib("nvitop", MANUAL, "NVML device monitoring", "npu-smi info"),
+    # geometric / 3D CUDA extensions
+    _lib("torch_scatter", MANUAL, "scatter ops (CUDA extension)",
+         "use torch.Tensor.scatter_reduce (native on the NPU), or install torch_scatter's CPU build and "
+         "run it on host tensors"),
+    _lib("torch_sparse", MANUAL, "sparse ops (CUDA extension)", "torch.sparse / torch_geometric native ops"),
+    _lib("torch_cluster", MANUAL, "clustering ops (CUDA extension)", "CPU build on the host"),
+    _lib("spconv", MANUAL, "sparse convolution (CUDA)", "no NPU build; dense conv or a host fallback"),
+    _lib("MinkowskiEngine", MANUAL, "sparse tensor convolution (CUDA)", "no NPU build; dense conv"),
+    _lib("pointnet2_ops", MANUAL, "PointNet++ CUDA ops", "mmcv's NPU ops or a pure-PyTorch reference"),
+    _lib("detectron2._C", MANUAL, "detectron2 compiled ops", "torchvision.ops (NPU-supported) equivalents"),
+    _lib("mmcv._ext", MANUAL, "mmcv compiled ops", "install the mmcv build for Ascend (MMCV_WITH_OPS=1 on NPU), which provides most ops"),
+    _lib("kaolin", MANUAL, "NVIDIA 3D deep learning ops", "pure-PyTorch equivalents"),
+    _lib("nvdiffrast", MANUAL, "NVIDIA differentiable rasterizer", "pytorch3d CPU rasterizer or a port"),
+    _lib("tinycudann", MANUAL, "tiny-cuda-nn fused MLPs / hash grids", "plain torch MLPs and hash encodings"),
+)
+
+BY_NAME: dict[str, Library] = {r.name: r for r in RECORDS}
+
+#: top-level names: a file that mentions none of them cannot import a listed library
+TOP_LEVEL_NAMES = frozenset(r.name.split(".")[0] for r in RECORDS)
+
+
+def lookup(module: str) -> Optional[Library]:
+    """The record for an imported module name (longest dotted prefix), or None."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        rec = BY_NAME.get(".".join(parts[:n]))
+        if rec is not None:
+            return rec
+    return None

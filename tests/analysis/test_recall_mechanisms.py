@@ -1,0 +1,128 @@
+"""check's general detection mechanisms for constructs seen missed on unseen code (one case each)."""
+from __future__ import annotations
+
+import textwrap
+
+from ascend_compat.analysis.difficulty import rate_findings
+from ascend_compat.analysis.scan import scan_file
+
+
+def _scan(tmp_path, src: str, name: str = "x.py"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(src))
+    return scan_file(str(p), "cpp" if name.endswith(".cpp") else "python").findings
+
+
+def _lines(findings, rule=None):
+    return {f.line for f in findings if rule is None or f.rule == rule}
+
+
+def test_library_use_sites_through_aliases(tmp_path):
+    fs = _scan(tmp_path, """\
+        from apex import amp
+        from apex.parallel import DistributedDataParallel as DDP, convert_syncbn_model
+        import apex.parallel as P
+        model, opt = amp.initialize(model, opt)
+        with amp.scale_loss(loss, opt) as s:
+            pass
+        model = convert_syncbn_model(model)
+        model = DDP(model)
+        model = P.convert_syncbn_model(model)
+        """)
+    assert _lines(fs, "cuda-library") == {1, 2, 3, 4, 5, 7, 8, 9}
+
+
+def test_use_sites_of_a_plain_import_are_not_skipped_by_the_prefilter(tmp_path):
+    fs = _scan(tmp_path, "import pynvml\n" + "x = 1\n" * 250 + "def f():\n    pynvml.nvmlInit()\n")
+    assert 253 in _lines(fs, "cuda-library")
+
+
+def test_import_lines_of_cuda_modules(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch.backends.cudnn as cudnn
+        from torch.utils.cpp_extension import CUDAExtension, CUDA_HOME
+        from torch.cuda import _lazy_call, device
+        from torch.utils.cpp_extension import BuildExtension
+        import torch.nn as nn
+        """)
+    assert _lines(fs) == {1, 2, 3}
+
+
+def test_build_script_constructs(tmp_path):
+    fs = _scan(tmp_path, """\
+        import glob
+        sources = glob.glob("csrc/*.cu") + ["a.cpp"]
+        args = {}
+        args["nvcc"] = ["-O3"]
+        name = "kernel.cuh"
+        not_a_path = "see kernel.cu for details"
+        """)
+    assert _lines(fs, "cuda-source") == {2, 5}
+    assert _lines(fs, "cuda-extension") == {4}
+
+
+def test_a_statement_whose_only_trigger_is_nvcc_is_analysed(tmp_path):
+    fs = _scan(tmp_path, "flags = {}\n" + "x = 1\n" * 250 + "flags['nvcc'] = []\n")
+    assert 252 in _lines(fs, "cuda-extension")
+
+
+def test_private_bindings_profiler_and_inductor_knobs(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+        import torch._inductor.config as ic
+        from torch.profiler import ProfilerActivity
+        n = torch._C._cuda_getDeviceCount()
+        acts = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        ic.triton.cudagraph_trees = False
+        torch.cuda.cudart().cudaProfilerStart()
+        """)
+    by_line = {f.line: f for f in fs}
+    assert by_line[4].handling == "manual"
+    assert by_line[5].handling == "partial"
+    assert by_line[6].rule == "compile-cuda-graphs"
+    assert by_line[7].handling == "partial"
+
+
+def test_guarded_optional_import_is_not_a_blocker(tmp_path):
+    guarded = _scan(tmp_path, """\
+        try:
+            import pynvml
+        except ImportError:
+            pynvml = None
+        """)
+    assert [f.handling for f in guarded] == ["partial"]
+    assert rate_findings(guarded).level == "moderate"
+    plain = _scan(tmp_path, "import pynvml\n", "y.py")
+    assert [f.handling for f in plain] == ["manual"]
+    assert rate_findings(plain).level == "hard"
+
+
+def test_cpp_device_reference_is_a_local_edit(tmp_path):
+    fs = _scan(tmp_path, "#include <torch/torch.h>\n" + "auto t = x.to(torch::kCUDA);\n" * 5, "demo.cpp")
+    assert {f.rule for f in fs} == {"device-string"}
+    assert rate_findings(fs).level == "moderate"
+    kernel = _scan(tmp_path, "#include <cuda_runtime.h>\n", "k.cpp")
+    assert rate_findings(kernel).level == "hard"
+
+
+def test_intra_file_data_flow_for_backend_device_and_dtype(tmp_path):
+    fs = _scan(tmp_path, textwrap.dedent("""\
+        import argparse
+        import numpy as np
+        import torch
+        import torch.distributed as dist
+        p = argparse.ArgumentParser()
+        p.add_argument("--dist-backend", default="nccl", type=str)
+        p.add_argument("--gpu", default=None, type=int)
+        args = p.parse_args()
+        dist.init_process_group(backend=args.dist_backend)
+        model = torch.nn.Linear(2, 2)
+        model.to(args.gpu)
+        arr = np.zeros((3, 3))
+        ok = np.zeros((3, 3), dtype=np.float32)
+        t = torch.from_numpy(arr)
+        u = torch.from_numpy(ok)
+        """) + "x = 1\n" * 250)
+    assert _lines(fs, "nccl-backend") == {6}
+    assert _lines(fs, "int-device") == {11}
+    assert _lines(fs, "float64") == {14}
