@@ -257,3 +257,15 @@ def test_streaming_scanner_equals_the_per_line_reference(tmp_path, monkeypatch, 
     want = _reference_scan(text)
     assert sorted(got, key=lambda t: (t[2], t[0])) == sorted(want, key=lambda t: (t[2], t[0]))
     assert [k for k, _, _ in got] == [k for k, _, _ in sorted(got, key=lambda t: t[2])]  # first-appearance order
+
+
+def test_syntax_error_file_keeps_its_other_findings(tmp_path):
+    """It exited 0 and its `.cuda(` findings were dropped; now it is an input error that counts
+    toward --fail-on, and the lines around the broken one are still analysed."""
+    f = tmp_path / "broken.py"
+    f.write_text("import torch\nx = torch.zeros(2).cuda()\nif True\n    y = 1\nz = torch.ones(3).cuda()\n")
+    proc = cli(["check", "--format", "concise", str(f)], tmp_path)
+    lines = proc.stdout.splitlines()
+    assert any(":3:1: input-error" in ln and "syntax error at line 3" in ln for ln in lines), proc.stdout
+    assert sum(":2:5: cuda-method" in ln or ":5:5: cuda-method" in ln for ln in lines) == 2, proc.stdout
+    assert cli(["check", "--fail-on", "any", str(f)], tmp_path).returncode == 1

@@ -84,6 +84,27 @@ def _decode(data: bytes) -> str:
 
 
 # ------------------------------------------------------------------------------ python
+#: how many lines a file with syntax errors may lose before its analysis is given up
+MAX_BLANKED_LINES = 50
+
+
+def _analyse_around_errors(path: str, text: str, opts) -> list:
+    """Findings of a file that does not parse: each line a syntax error is reported at is blanked
+    (line numbers kept) and the file parsed again, so one broken line does not hide the rest."""
+    lines = text.splitlines(keepends=True)
+    for _ in range(MAX_BLANKED_LINES):
+        try:
+            return _analyse_python(path, "".join(lines), opts)
+        except SyntaxError as exc:
+            index = min(max((exc.lineno or 1) - 1, 0), len(lines) - 1)
+            if index < 0 or lines[index] in ("\n", ""):
+                return []
+            lines[index] = "\n"
+        except (ValueError, RecursionError, MemoryError):
+            return []
+    return []
+
+
 def _parse(text: str, what: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
@@ -489,7 +510,10 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
     except SyntaxError as exc:
         result.error_kind = "parse-error"
         result.error = f"syntax error at line {exc.lineno}: {exc.msg}"
-        return
+        if kind != "python":
+            return
+        findings = _analyse_around_errors(path, text, opts)
+        result.error += f"; analysed without the lines that do not parse ({len(findings)} finding(s) kept)"
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error_kind = "parse-error"
         result.error = f"cannot parse: {type(exc).__name__}: {exc}"[:300]
