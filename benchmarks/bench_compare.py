@@ -8,8 +8,11 @@ with ``sample=1`` and ``sample=10``.
 from __future__ import annotations
 
 import argparse
-import time
-import warnings
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _mlp_step import mlp_step, per_call  # noqa: E402
 
 
 def main() -> int:
@@ -17,33 +20,12 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=30)
     args = ap.parse_args()
 
-    import torch
-
-    from ascend_compat import simulator
     from ascend_compat.accuracy import compare
 
-    simulator.install()
-    torch.set_num_threads(1)  # as bench_simulator.py: one thread, comparable between runs
-    warnings.simplefilter("ignore")
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512),
-                                torch.nn.Linear(512, 10)).to("npu")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(64, 256, device="npu")
-    y = torch.randint(0, 10, (64,), device="npu")
-
-    def step():
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
+    step = mlp_step()
 
     def timed(fn) -> float:
-        fn()
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            fn()
-        return (time.perf_counter() - start) / args.steps
+        return per_call(fn, args.steps)
 
     timed(step)  # warm both paths once before measuring either
     plain = timed(step)

@@ -26,7 +26,7 @@ Works on real torch_npu and on the simulated NPU alike (it relies on nothing of 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ascend_compat.accuracy.metrics import Metrics, measure, tolerance

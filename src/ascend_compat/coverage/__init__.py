@@ -9,7 +9,7 @@ Also exported from :mod:`ascend_compat.doctor` (their original, documented home)
 """
 from __future__ import annotations
 
-import importlib
+from ascend_compat._lazy import lazy_exports
 
 _EXPORTS = {
     "FallbackMonitor": "ascend_compat.coverage.fallback",
@@ -19,14 +19,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ascend_compat.coverage' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -10,7 +10,7 @@ Imported lazily: ``import ascend_compat.errors`` loads nothing else.
 """
 from __future__ import annotations
 
-import importlib
+from ascend_compat._lazy import lazy_exports
 
 _EXPORTS = {
     "explain": "ascend_compat.errors.explain",
@@ -23,14 +23,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ascend_compat.errors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

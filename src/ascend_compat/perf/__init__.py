@@ -23,7 +23,7 @@ Imported lazily: ``import ascend_compat.perf`` loads nothing else.
 """
 from __future__ import annotations
 
-import importlib
+from ascend_compat._lazy import lazy_exports
 
 _EXPORTS = {
     "profile": "ascend_compat.perf.record",
@@ -37,14 +37,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ascend_compat.perf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

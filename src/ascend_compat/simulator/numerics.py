@@ -66,8 +66,6 @@ def _kernel(op, name: str):
 
 def enable() -> None:
     """Honour the HF32 switches from now on (idempotent)."""
-    import torch
-
     from ascend_compat import simulator
 
     if not simulator.is_installed():
