@@ -1,0 +1,12 @@
+"""``from torch_npu.contrib import transfer_to_npu`` on the simulated NPU.
+
+On Ascend this torch_npu module patches about 290 CUDA entry points so CUDA code runs on the NPU.
+Here it activates ascend-compat's runtime shim, which does that job (``ascend_compat.activate()``),
+so a script written for Ascend - beginning with this import - dry-runs unchanged under
+``ascend-compat run --simulate``. Importing it when the shim is already active changes nothing.
+"""
+from __future__ import annotations
+
+import ascend_compat
+
+ascend_compat.activate()
