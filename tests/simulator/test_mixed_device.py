@@ -1,10 +1,12 @@
-"""Mixed-device errors with torch's (CUDA) wording; the CPU scalars and index tensors CUDA allows."""
+"""Mixed-device errors worded as torch_npu words them (its own text and ERR01002 for an NPU op given a
+CPU tensor); the CPU scalars and index tensors CUDA allows."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-MSG = "Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu!"
+MSG = ("Expected all tensors to be on the same device. Expected NPU tensor, please check whether the input "
+       "tensor device is correct.")
 
 
 @pytest.mark.parametrize("fn", [
@@ -21,7 +23,7 @@ def test_npu_and_cpu_tensors_raise(fn):
     c = torch.ones(2, 2)
     with pytest.raises(RuntimeError) as exc:
         fn(n, c)
-    assert MSG in str(exc.value)
+    assert MSG in str(exc.value) and "ERR01002 OPS invalid type" in str(exc.value)
 
 
 def test_cpu_scalars_and_index_tensors_are_allowed():

@@ -142,8 +142,17 @@ def plan_for(op, mode: str = "plain") -> Plan:
     return plan
 
 
+#: torch_npu's error for a CPU tensor among an NPU op's inputs (CalcuOpUtil.cpp / DeviceUtils.h, with
+#: OPS_ERROR(ErrCode::TYPE): "ERR01002 OPS invalid type")
+NPU_EXPECTED = ("Expected all tensors to be on the same device. Expected NPU tensor, please check whether the "
+                "input tensor device is correct.")
+
+
 def mixed_device_error(a, b) -> RuntimeError:
-    """torch's mixed-device error, worded as for CUDA."""
+    """torch_npu's mixed-device error: its own wording and ERR01002 when one side is the CPU; torch's
+    wording when two NPUs are mixed (npu:0 and npu:1), as torch_npu reports that case."""
+    if "cpu" in (str(a), str(b)):
+        return RuntimeError(NPU_EXPECTED + _state._err_suffix("ERR01002", "OPS invalid type"))
     return RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
 
