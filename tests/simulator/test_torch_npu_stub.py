@@ -51,7 +51,8 @@ def test_fused_ops_are_re_exported_and_unknown_custom_ops_are_named():
     from ascend_compat.simulator.torch_npu import fused
 
     for name in fused.__all__:
-        assert getattr(torch_npu, name) is getattr(fused, name)
+        exported = getattr(torch_npu, name)
+        assert exported is getattr(fused, name) or exported.__wrapped__ is getattr(fused, name)
     x = torch.randn(2, 8, device="npu")
     gamma = torch.ones(8, device="npu")
     out = torch_npu.npu_rms_norm(x, gamma)[0]
@@ -93,3 +94,13 @@ def test_stand_in_reports_the_emulated_version_in_metadata():
         print(torch_npu.__version__, importlib.metadata.version("torch_npu"))
     """))
     assert out.split() == ["2.6.0", "2.6.0"]
+
+
+def test_fused_ops_refuse_cpu_tensors_as_torch_npu_does():
+    import torch_npu
+
+    with pytest.raises(NotImplementedError, match="Could not run 'npu::fast_gelu' with arguments from the 'CPU' backend"):
+        torch_npu.fast_gelu(torch.rand(4))
+    with pytest.raises(NotImplementedError, match="'npu::npu_rms_norm'"):
+        torch_npu.npu_rms_norm(torch.rand(2, 8), torch.ones(8, device="npu"))
+    assert torch_npu.fast_gelu(torch.rand(4, device="npu")).device.type == "npu"
