@@ -15,11 +15,19 @@ WARN = ("CAUTION: The operator '{}' is not currently supported on the NPU backen
         "to run on the CPU. This may have performance implications.")
 
 
-def _caught(fn):
-    with warnings.catch_warnings(record=True) as rec:
-        warnings.simplefilter("always")
-        fn()
-    return [str(w.message) for w in rec if issubclass(w.category, UserWarning)]
+@pytest.fixture
+def caught(capfd):
+    """``caught(fn)``: the torch_npu warnings ``fn`` wrote to stderr (torch_npu prints them through
+    c10's base handler, not Python's warnings), with no Python warning raised."""
+    def run(fn):
+        capfd.readouterr()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a Python warning would fail here, as under -W error
+            fn()
+        err = capfd.readouterr().err
+        return [line.split("] Warning: ", 1)[1].rsplit(" (function ", 1)[0]
+                for line in err.splitlines() if "] Warning: CAUTION" in line]
+    return run
 
 
 def test_precondition_op_tables():
@@ -30,28 +38,28 @@ def test_precondition_op_tables():
     assert "gcd" not in native and "gcd.out" in native and "square" not in native
 
 
-def test_warns_exact_text_once_per_op():
+def test_warns_exact_text_once_per_op(caught):
     x = torch.tensor([1.0, 2.0, 2.0, 3.0], device="npu")
     _fallback._warned.discard("aten::mode")
-    first = _caught(lambda: torch.mode(x))
+    first = caught(lambda: torch.mode(x))
     assert first == [WARN.format("aten::mode")]
-    assert _caught(lambda: torch.mode(x)) == []
+    assert caught(lambda: torch.mode(x)) == []
     values, _ = torch.mode(x)
     assert values.item() == 2.0 and values.device.type == "npu"
 
 
-def test_structured_op_reports_out_overload():
+def test_structured_op_reports_out_overload(caught):
     a = torch.tensor([-1.0, 0.0, 2.0], device="npu")
     _fallback._warned.discard("aten::heaviside.out")
-    assert _caught(lambda: torch.heaviside(a, torch.tensor([0.5], device="npu"))) == [
+    assert caught(lambda: torch.heaviside(a, torch.tensor([0.5], device="npu"))) == [
         WARN.format("aten::heaviside.out")]
 
 
-def test_native_and_composite_ops_do_not_warn():
+def test_native_and_composite_ops_do_not_warn(caught):
     a = torch.tensor([4, 6], device="npu")
-    assert _caught(lambda: torch.gcd(a, torch.tensor([6, 9], device="npu"))) == []  # native out kernel
-    assert _caught(lambda: torch.square(a.float())) == []  # decomposes into native ops
-    assert _caught(lambda: (a.float() + 1).relu()) == []
+    assert caught(lambda: torch.gcd(a, torch.tensor([6, 9], device="npu"))) == []  # native out kernel
+    assert caught(lambda: torch.square(a.float())) == []  # decomposes into native ops
+    assert caught(lambda: (a.float() + 1).relu()) == []
 
 
 def test_listener_called_on_every_fallback_call():
@@ -103,12 +111,27 @@ def test_emulated_version_changes_coverage():
         p = torch.nn.Parameter(torch.ones(3, device="npu"))
         p.grad = torch.ones(3, device="npu")
         opt = torch.optim.Adam([p], lr=0.1, fused=True)
-        with warnings.catch_warnings(record=True) as rec:
-            warnings.simplefilter("always")
-            opt.step()
-        print("warned", [str(w.message) for w in rec if "CAUTION" in str(w.message)])
+        opt.step()
         print("value", round(p[0].item(), 4))
     """
-    old = check(run_python(code.replace("VERSION", "'2.1.0'")))
-    assert WARN.format("aten::_fused_adam_") in old and "value 0.9" in old
-    assert "warned []" in check(run_python(code.replace("VERSION", "None")))
+    old = run_python(code.replace("VERSION", "'2.1.0'"))
+    assert WARN.format("aten::_fused_adam_") in old.stderr and "value 0.9" in check(old)
+    new = run_python(code.replace("VERSION", "None"))
+    assert "CAUTION" not in new.stderr and "value 0.9" in check(new)
+
+
+def test_warning_goes_to_stderr_on_rank_0_only_and_can_be_disabled():
+    code = """
+        import warnings, torch
+        warnings.simplefilter("error")  # torch_npu's warning is not a Python warning
+        from ascend_compat import simulator
+        simulator.install()
+        torch.mode(torch.tensor([1.0, 1.0], device="npu"))
+        print("ran")
+    """
+    line = WARN.format("aten::mode") + " (function npu_cpu_fallback)"
+    assert line in run_python(code).stderr
+    assert line in run_python(code, env={"RANK": "0"}).stderr
+    for env in ({"RANK": "1"}, {"TORCH_NPU_WARNING_DISABLE": "1"}, {"TORCH_NPU_DISABLED_WARNING": "1"}):
+        proc = run_python(code, env=env)
+        assert "ran" in check(proc) and "CAUTION" not in proc.stderr, env

@@ -1,7 +1,7 @@
 """Simulated torch_npu CPU fallback: warn (once per op) or refuse, from real native-op tables.
 
 torch_npu sends an aten op that has no NPU kernel to its boxed CPU fallback, which warns once per
-op with the text in :data:`WARNING` and raises instead when ``TORCH_NPU_FALLBACK_CPU_DISABLE=1``.
+op with the text in :data:`WARNING` (on stderr, as torch_npu prints it: :mod:`._warn`) and raises instead when ``TORCH_NPU_FALLBACK_CPU_DISABLE=1``.
 Which ops are native comes from ``ascend_compat.data.native_ops(version)`` (generated from
 torch_npu wheels). Ops that reach the backend only through a composite decomposition never get
 here, so they are not fallbacks, as on hardware.
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from typing import FrozenSet, Optional, Set
 
-from ascend_compat.simulator import events
+from ascend_compat.simulator import _warn, events
 
 WARNING = ("CAUTION: The operator '{op}' is not currently supported on the NPU backend and will "
            "fall back to run on the CPU. This may have performance implications.")
@@ -102,6 +101,6 @@ def hit(op_name: str) -> None:
         )
     if op_name not in _warned:
         _warned.add(op_name)
-        # stacklevel 4: hit <- run <- kernel <- the Python line that called the op
-        warnings.warn(WARNING.format(op=op_name), UserWarning, stacklevel=4)
+        _warn.npu_warn(WARNING.format(op=op_name), "npu_cpu_fallback",
+                       "torch_npu/csrc/aten/VariableFallbackKernel.cpp:231")
     events.notify(op_name)

@@ -93,7 +93,10 @@ def _report_downcast(self_dtype: torch.dtype) -> None:
                       "(float64 mode 'warn')", UserWarning, stacklevel=3)
     elif not _downcast_warned:
         _downcast_warned = True
-        warnings.warn(DOWNCAST_MESSAGE, UserWarning, stacklevel=3)
+        from ascend_compat.simulator import _warn
+
+        _warn.npu_warn(DOWNCAST_MESSAGE, "NPUNativeFunctions::_to_copy",
+                       "torch_npu/csrc/aten/ops/ToKernelNpu.cpp")
 
 
 def to_copy(self, **kwargs):
