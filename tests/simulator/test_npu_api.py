@@ -527,3 +527,13 @@ def test_torch_accelerator_reports_npu(no_gc):
     assert start.elapsed_time(end) >= 0.0
     cpu_event = torch.Event("cpu")
     assert not isinstance(cpu_event, torch.npu.Event)
+
+
+def test_signatures_and_exception_types_follow_torch_npu():
+    """torch_npu 2.14: set_op_timeout_ms(timeout), MemPool(allocator, use_on_oom, no_split), and
+    mem_get_info of a device that does not exist raises AssertionError("Invalid device id")."""
+    torch.npu.set_op_timeout_ms(timeout=100)
+    pool = torch.npu.MemPool(use_on_oom=False, no_split=True)
+    assert isinstance(pool.id, tuple)
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        torch.npu.mem_get_info(torch.npu.device_count() + 3)

@@ -120,8 +120,9 @@ def max_memory_cached(device: Any = None) -> int:
 
 
 def mem_get_info(device: Any = None):
-    """``(free, total)`` bytes: total is the device capacity, free is total minus reserved memory."""
-    idx = _index(device)
+    """``(free, total)`` bytes: total is the device capacity, free is total minus reserved memory.
+    An invalid device raises AssertionError("Invalid device id"), as torch_npu's does."""
+    idx = _dev.current_device() if device is None else _dev._get_device_index(device, optional=True)
     _dev._check_valid(idx)
     _dev._lazy_init()
     total = base_capacity(idx)
@@ -290,7 +291,7 @@ _pool_ids = itertools.count(1)
 class MemPool:
     """A memory-pool handle. Emulated: pool membership is recorded, allocations use the one host allocator."""
 
-    def __init__(self, allocator: Any = None, use_on_oom: bool = False):
+    def __init__(self, allocator: Any = None, use_on_oom: bool = False, no_split: bool = False):
         if allocator is not None:
             raise unsupported("MemPool(allocator=...)", "custom device allocators cannot run on the host")
         self._id = (0, next(_pool_ids))

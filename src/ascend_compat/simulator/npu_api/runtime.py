@@ -30,12 +30,13 @@ def ipc_collect() -> None:
 _op_timeout_ms: Optional[int] = None
 
 
-def set_op_timeout_ms(timeout_ms: int) -> None:
-    """Recorded only: simulated operators run synchronously on the host and never time out."""
+def set_op_timeout_ms(timeout: int) -> None:
+    """Recorded only: simulated operators run synchronously on the host and never time out. The
+    parameter is named ``timeout``, as torch_npu's is."""
     global _op_timeout_ms
-    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
-        raise ValueError(f"timeout_ms must be a non-negative int, but got {timeout_ms!r}" + pta_error("VALUE"))
-    _op_timeout_ms = timeout_ms
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0:
+        raise ValueError(f"timeout must be a non-negative int, but got {timeout!r}" + pta_error("VALUE"))
+    _op_timeout_ms = timeout
 
 
 def check_uce_in_memory(device_id: int) -> int:
