@@ -1,5 +1,5 @@
 """Which ``nn.Module`` is running: a stack kept by global module forward hooks, shared by the tools
-that attribute ops to modules (``ascend_compat.perf``, ``ascend_compat.accuracy``).
+that attribute ops to modules (the performance advisor, the accuracy comparison).
 
 Names are the dotted paths of the outermost module called (``GPT.blocks.0.attn``); only the thread
 that installed the stack is tracked.

@@ -56,8 +56,8 @@ def dispatcher_predicate() -> Callable[[object], bool]:
                                              else ""), "PrivateUse1")
 
 
-#: ``aten::name.overload`` of the ops routed to the CPU at run time (``ascend_compat.accuracy.cpu_ops``
-#: keeps it): they count as CPU fallbacks whatever kernel the NPU has
+#: ``aten::name.overload`` of the ops routed to the CPU at run time (``ASCEND_COMPAT_CPU_OPS``; the
+#: accuracy tools keep it): they count as CPU fallbacks whatever kernel the NPU has
 ROUTED_TO_CPU: set = set()
 
 

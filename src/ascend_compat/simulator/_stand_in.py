@@ -23,6 +23,8 @@ import types
 from typing import Iterator, Optional
 
 _PKG = "ascend_compat.simulator.torch_npu"
+#: stand-in modules whose job belongs to a layer above the simulator: torch_npu name -> module
+PROVIDED_ABOVE = {"torch_npu.contrib.transfer_to_npu": "ascend_compat._transfer_to_npu"}
 _SUMMARY = "Simulated torch_npu stand-in provided by ascend-compat (no Ascend hardware or CANN involved)"
 
 
@@ -90,6 +92,8 @@ class StandInFinder(importlib.abc.MetaPathFinder):
             if not hasattr(torch, "npu"):
                 return None
             return sys.modules.get("torch" + fullname[len("torch_npu"):])
+        if fullname in PROVIDED_ABOVE:
+            return importlib.import_module(PROVIDED_ABOVE[fullname])
         if fullname.startswith("torch_npu."):
             inner = _PKG + fullname[len("torch_npu"):]
             try:

@@ -13,7 +13,7 @@ An op named without an overload means its default overload. Kinds: ``bias:X`` ad
 element of the op's floating outputs, ``scale:X`` multiplies them, ``nan`` turns the first element
 into NaN, ``error:CODE`` raises ``RuntimeError`` worded as torch_npu reports a failed aclnn call with
 that CANN error code. The fault replaces the op's PrivateUse1 kernel (the NPU's), so CPU tensors,
-and ops routed to the CPU (``ascend_compat.accuracy.route_to_cpu``), are unaffected; leaving the
+and ops routed to the CPU at run time (``ASCEND_COMPAT_CPU_OPS``), are unaffected; leaving the
 context (or :func:`clear`) restores the simulator's kernel.
 """
 from __future__ import annotations
