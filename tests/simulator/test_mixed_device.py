@@ -44,3 +44,22 @@ def test_copy_between_devices_is_not_an_error():
     c = torch.empty(3)
     c.copy_(n)
     assert c.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_packed_sequences_take_their_lengths_on_the_cpu():
+    """pack_padded_sequence wants CPU lengths and keeps batch_sizes on the CPU (on CUDA and torch_npu):
+    a packed LSTM trains on the NPU and matches the CPU."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    torch.manual_seed(0)
+    x, lengths = torch.randn(3, 5, 4), torch.tensor([5, 3, 2])
+    lstm = torch.nn.LSTM(4, 6, batch_first=True)
+    ref, _ = pad_packed_sequence(lstm(pack_padded_sequence(x, lengths, batch_first=True))[0], batch_first=True)
+    lstm.to("npu")
+    packed = pack_padded_sequence(x.to("npu"), lengths, batch_first=True)
+    assert packed.data.device.type == "npu" and packed.batch_sizes.device.type == "cpu"
+    out, out_lengths = pad_packed_sequence(lstm(packed)[0], batch_first=True)
+    out.sum().backward()
+    assert out.device.type == "npu" and out_lengths.tolist() == [5, 3, 2]
+    torch.testing.assert_close(out.cpu(), ref.detach(), atol=1e-6, rtol=1e-5)
+    assert lstm.weight_ih_l0.grad.device.type == "npu"

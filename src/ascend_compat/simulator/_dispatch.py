@@ -32,6 +32,12 @@ _TENSOR_TYPES = ("Tensor", "Optional[Tensor]")
 _LIST_TYPES = ("List[Tensor]", "List[Optional[Tensor]]")
 _INDEX_OPS = frozenset({"index", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index",
                         "_unsafe_index_put", "_index_put_impl"})
+#: arguments that are CPU tensors by the op's contract, on CUDA and on torch_npu alike (the lengths
+#: of a packed sequence): a CPU tensor there is no device mix
+_CPU_BY_CONTRACT = {"_pack_padded_sequence": ("lengths",), "_pad_packed_sequence": ("batch_sizes",),
+                    "_pack_padded_sequence_backward": ("batch_sizes",)}
+#: results that stay on the CPU by contract: op -> result positions (a packed sequence's batch_sizes)
+_CPU_RESULTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
 _EXTRA_VIEWS = frozenset({"aten::_unsafe_view", "aten::set_", "aten::lift_fresh"})
 _NOT_RESIZABLE = "not resizable"
 
@@ -44,7 +50,7 @@ class Plan:
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check")
+                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
@@ -90,6 +96,9 @@ class Plan:
                               and self.gen_kw is None)
         base = name.split("::", 1)[-1]
         self.allow_cpu_list = base in _INDEX_OPS
+        cpu_names = _CPU_BY_CONTRACT.get(base, ())
+        self.cpu_pos = frozenset(i for i, a in enumerate(pos_args) if a.name in cpu_names)
+        self.cpu_results = _CPU_RESULTS.get(base, ())
         self.device_pos = next((i for i, a in enumerate(pos_args) if "Device" in str(a.type)), None)
         self.device_kw = next((a.name for a in kw_args if "Device" in str(a.type)), None)
         self.fallback = None if self.kind != "compute" else _fallback.fallback_name(op, mode)
@@ -99,6 +108,7 @@ class Plan:
         self.simple = (self.f64_check is None and self.gen_pos is None and self.gen_kw is None
                        and not self.seeded_no_gen
                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
+                       and not self.cpu_pos
                        and self.returns_alias is None and self.single_tensor_return
                        and not any(str(a.type) in _LIST_TYPES for a in args))
         # what run() would do is exactly _fast(): a compute op without a simulated fallback
@@ -223,6 +233,8 @@ def _wrap_out(res, index: int, plan: Plan, args, kwargs):
             else:
                 out.append(_new_out(r, index))
         return tuple(out)
+    if plan.cpu_results and isinstance(res, tuple):
+        return tuple(r if i in plan.cpu_results else _new_out(r, index) for i, r in enumerate(res))
     return _new_out(res, index)
 
 
@@ -339,7 +351,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     allow = plan.allow_cpu_list
     tpos = plan.tensor_pos
     written = plan.written_pos
-    cargs = [_convert(a, conv, i in tpos, allow and isinstance(a, (list, tuple)), i in written)
+    cpu_pos = plan.cpu_pos
+    cargs = [_convert(a, conv, i in tpos, (allow and isinstance(a, (list, tuple))) or i in cpu_pos, i in written)
              for i, a in enumerate(args)]
     if kwargs:
         tkw = plan.tensor_kw
