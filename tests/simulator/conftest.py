@@ -20,3 +20,17 @@ _install()
 def sim():
     """The installed ``ascend_compat.simulator`` module."""
     return _install()
+
+
+@pytest.fixture
+def exact_conv():
+    """HF32 off for the test (``torch.npu.conv.allow_hf32 = False``), as torch_npu's own
+    convolution tests do, so convolutions compare exactly with the CPU."""
+    import torch
+
+    saved = torch.npu.conv.allow_hf32
+    torch.npu.conv.allow_hf32 = False
+    try:
+        yield
+    finally:
+        torch.npu.conv.allow_hf32 = saved

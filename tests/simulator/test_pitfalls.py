@@ -19,6 +19,7 @@ def test_p1_untyped_storage_on_npu_does_not_bypass_the_allocator():
     assert torch.UntypedStorage(8).npu().device.type == "npu"
 
 
+@pytest.mark.usefixtures("exact_conv")  # exact comparison: HF32 convolution off
 def test_p2_convolution_overrideable_reaches_cpu_convolution():
     torch.manual_seed(0)
     conv = torch.nn.Conv2d(3, 4, 3, padding=1, groups=1)

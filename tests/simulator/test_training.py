@@ -77,6 +77,7 @@ def _train(model, x, y, opt_name, device, steps=6):
     return losses, model
 
 
+@pytest.mark.usefixtures("exact_conv")  # exact comparison: HF32 convolution off
 @pytest.mark.parametrize("name", list(CASES))
 def test_same_losses_on_npu_and_cpu(name):
     make, make_x, make_y, opt_name = CASES[name]

@@ -131,7 +131,22 @@ def _install(cfg: SimConfig) -> None:
     from ascend_compat.simulator.npu_api import device as device_api
 
     _distributed.register_hccl()
+    _apply_numerics()
     device_api._forget_install_probes()  # the first real use initialises (decides fork safety)
+
+
+def _apply_numerics() -> None:
+    """torch_npu's arithmetic (HF32 switches honoured) unless ``ASCEND_COMPAT_SIM_NUMERICS=exact``;
+    an invalid value warns and keeps the default."""
+    from ascend_compat import _config as _env
+    from ascend_compat.simulator import numerics
+
+    try:
+        numerics.install_from_env()
+    except ValueError as exc:
+        _env.warn_invalid("ASCEND_COMPAT_SIM_NUMERICS", os.environ.get("ASCEND_COMPAT_SIM_NUMERICS", ""), str(exc),
+                          "npu (HF32 switches honoured)")
+        numerics.register()
 
 
 def _install_torch_npu_stand_in() -> None:
@@ -153,13 +168,6 @@ def install_from_env() -> SimConfig:
     from ascend_compat.simulator._config import env_arguments
 
     cfg = install(**env_arguments(strict=False))
-    from ascend_compat.simulator import numerics
-
-    try:
-        numerics.install_from_env()
-    except ValueError as exc:
-        _env.warn_invalid("ASCEND_COMPAT_SIM_NUMERICS", os.environ.get("ASCEND_COMPAT_SIM_NUMERICS", ""), str(exc),
-                          "exact float32")
     if not faults.active():
         try:
             faults.install_from_env()

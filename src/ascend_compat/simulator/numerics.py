@@ -1,67 +1,128 @@
-"""NPU arithmetic the simulated NPU can imitate: HF32 for float32 convolution and matmul.
+"""NPU arithmetic the simulated NPU imitates: HF32 for float32 convolution and matmul.
 
 On Ascend, a float32 convolution or matmul may run in HF32 on the Cube unit, as torch_npu's switches
 say: ``torch.npu.conv.allow_hf32`` (default **on**) and ``torch.npu.matmul.allow_hf32`` (default
 off). torch_npu sets the ACL option ``ALLOW_CONV_HF32`` "enable" and ``ALLOW_MATMUL_HF32`` "disable"
 by default (its ``EnvVariables.cpp``; ``LazyInitAclops.cpp`` writes them as ``ACL_ALLOW_HF32="10"``).
+(CUDA does the same by default for convolutions: ``torch.backends.cudnn.allow_tf32`` is True.)
 
-:func:`enable` (or ``ASCEND_COMPAT_SIM_NUMERICS=npu`` at install) makes the simulated NPU honour
-those switches: while a switch is on, the float32 inputs of the ops it governs are rounded to HF32
-before the op runs. CANN does not publish HF32's exact rounding; the simulator rounds to a 10-bit
-mantissa, to nearest even (TF32's format), which gives the ~1e-3 relative error HF32 is documented to
-trade for speed. Off by default: exact float32 stays the simulator's default arithmetic, so that
-everything else the simulator is tested against (torch's own op tests) compares exactly.
+The simulated NPU honours those switches by default (mode "npu"): while a switch is on, the float32
+inputs of the ops it governs are rounded to HF32 before the op runs. CANN does not publish HF32's
+exact rounding; the simulator rounds to a 10-bit mantissa, to nearest even (TF32's format), which
+gives the ~1e-3 relative error HF32 is documented to trade for speed. Mode "exact"
+(``ASCEND_COMPAT_SIM_NUMERICS=exact`` or :func:`disable`) keeps exact float32 whatever the switches say.
+
+Kernels are registered only for the op groups whose switch is on (the switch setters call
+:func:`sync`), so an op whose switch is off pays nothing.
 """
 from __future__ import annotations
 
 import os
 import warnings
-from typing import List
+from typing import Dict
 
-__all__ = ["enable", "disable", "enabled", "hf32_round", "CONV_OPS", "MATMUL_OPS", "install_from_env"]
+__all__ = ["enable", "disable", "enabled", "hf32_round", "CONV_OPS", "MATMUL_OPS", "install_from_env", "sync"]
 
 CONV_OPS = ("aten::convolution", "aten::convolution_backward")
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
-_LIBS: List[object] = []
+_GROUPS = {"conv": CONV_OPS, "matmul": MATMUL_OPS}
+_mode = {"npu": False}  # True once enable()/register() ran and disable() did not follow
+_LIBS: Dict[str, object] = {}  # group -> the Library holding its HF32 kernels
+
+
+def _round_host(h):
+    """CPU float32 tensor ``h`` rounded to a 10-bit mantissa, to nearest even, as a new tensor
+    with ``h``'s layout; Inf and NaN unchanged."""
+    import torch
+
+    bits = h.view(torch.int32)
+    out = bits >> 13
+    out &= 1
+    out += 0xFFF
+    out += bits
+    out &= -0x2000  # clear the 13 low mantissa bits
+    rounded = out.view(torch.float32)
+    finite = torch.isfinite(h)
+    if not bool(finite.all()):
+        rounded = torch.where(finite, rounded, h)
+    return rounded
 
 
 def hf32_round(t):
     """``t`` (float32, any device) rounded to a 10-bit mantissa, to nearest even; Inf/NaN unchanged."""
-    import torch
+    from ascend_compat.simulator import _memory
 
-    host = t.detach().to("cpu").contiguous()
-    bits = host.view(torch.int32)
-    lsb = (bits >> 13) & 1
-    rounded = ((bits + 0xFFF + lsb) & ~0x1FFF).view(torch.float32)
-    out = torch.where(torch.isfinite(host), rounded, host)
-    return out.to(t.device)
+    if t.device.type != "npu":
+        return _round_host(t.detach())
+    return _memory.adopt(_round_host(_memory.host_alias(t.detach())), t.get_device())
 
 
 def enabled() -> bool:
-    return bool(_LIBS)
+    """True while the simulated NPU honours the HF32 switches (mode "npu")."""
+    return _mode["npu"]
 
 
-def _switch_on(name: str) -> bool:
+def _switch_on(group: str) -> bool:
     import torch
 
-    section = torch.npu.conv if name in CONV_OPS else torch.npu.matmul
-    return bool(section.allow_hf32)
+    return bool((torch.npu.conv if group == "conv" else torch.npu.matmul).allow_hf32)
 
 
-def _kernel(op, name: str):
+def _kernel(op):
+    """The HF32 kernel of ``op``: float32 npu inputs rounded on their host memory, the CPU kernel
+    run, results adopted on the device. Anything unusual (a CPU tensor, two devices) goes to the
+    generic kernel unrounded, which raises torch's device errors."""
     import torch
 
-    from ascend_compat.simulator import _direct, _dispatch
+    from ascend_compat.simulator import _direct, _dispatch, _memory
 
     inner = _dispatch.direct_kernel(op, _direct.mode_of(op))
+    f32 = torch.float32
+    tensor = torch.Tensor
 
     def kernel(*args, **kwargs):
-        if _switch_on(name):
-            args = tuple(hf32_round(a) if isinstance(a, torch.Tensor) and a.dtype == torch.float32 else a
-                         for a in args)
-        return inner(*args, **kwargs)
+        index = None
+        host_args = []
+        for a in args:
+            if isinstance(a, tensor):
+                if a.device.type != "npu" or (index is not None and a.get_device() != index):
+                    return inner(*args, **kwargs)
+                index = a.get_device()
+                h = _memory.host_alias(a)
+                host_args.append(_round_host(h) if a.dtype == f32 else h)
+            else:
+                host_args.append(a)
+        if index is None:
+            return inner(*args, **kwargs)
+        res = op(*host_args, **kwargs)
+        if isinstance(res, tensor):
+            return _memory.adopt(res, index)
+        return tuple(_memory.adopt(r, index) if isinstance(r, tensor) else r for r in res)
 
+    kernel.__name__ = f"npu_sim_hf32_{op._schema.name.split('::')[-1]}"
     return kernel
+
+
+def _register_group(group: str) -> None:
+    import torch
+
+    lib = torch.library.Library("aten", "IMPL")
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
+        warnings.simplefilter("ignore")
+        for name in _GROUPS[group]:
+            op = getattr(getattr(torch.ops.aten, name.split("::")[1]), "default")
+            lib.impl(op, _kernel(op), "PrivateUse1")
+    _LIBS[group] = lib
+
+
+def sync() -> None:
+    """Make the registered HF32 kernels match the switches (the switch setters call this)."""
+    for group in _GROUPS:
+        want = _mode["npu"] and _switch_on(group)
+        if want and group not in _LIBS:
+            _register_group(group)
+        elif not want and group in _LIBS:
+            _LIBS.pop(group)._destroy()
 
 
 def enable() -> None:
@@ -75,31 +136,25 @@ def enable() -> None:
 
 def register() -> None:
     """:func:`enable` without the installed check (the simulator's own install calls it)."""
-    import torch
-
-    if _LIBS:
-        return
-    lib = torch.library.Library("aten", "IMPL")
-    with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
-        warnings.simplefilter("ignore")
-        for name in CONV_OPS + MATMUL_OPS:
-            op = getattr(getattr(torch.ops.aten, name.split("::")[1]), "default")
-            lib.impl(op, _kernel(op, name), "PrivateUse1")
-    _LIBS.append(lib)
+    _mode["npu"] = True
+    sync()
 
 
 def disable() -> None:
-    """Exact float32 again."""
-    while _LIBS:
-        _LIBS.pop()._destroy()
+    """Exact float32 whatever the switches say."""
+    _mode["npu"] = False
+    sync()
 
 
 def install_from_env() -> bool:
-    """``ASCEND_COMPAT_SIM_NUMERICS=npu``: :func:`enable`; ``exact`` or unset: nothing. ValueError otherwise."""
+    """(Install-time) apply ``ASCEND_COMPAT_SIM_NUMERICS``: ``npu`` or unset: honour the switches (torch_npu's
+    arithmetic); ``exact``: exact float32. Returns whether the switches are honoured; ValueError
+    (and nothing changed) for another value."""
     value = os.environ.get("ASCEND_COMPAT_SIM_NUMERICS", "").strip().lower()
-    if value in ("", "exact"):
+    if value not in ("", "npu", "exact"):
+        raise ValueError("ASCEND_COMPAT_SIM_NUMERICS must be npu (the default) or exact")
+    if value == "exact":
+        disable()
         return False
-    if value != "npu":
-        raise ValueError("ASCEND_COMPAT_SIM_NUMERICS must be exact or npu")
-    enable()
+    register()
     return True

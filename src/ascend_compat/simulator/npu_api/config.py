@@ -2,7 +2,8 @@
 
 These switches tune the real CANN compiler and runtime. The simulator validates arguments as
 torch_npu does and records the values so that getters answer consistently, but host execution is
-unaffected (e.g. ``matmul.allow_hf32`` does not lower matmul precision; dumps write no files).
+unaffected (dumps write no files), except the HF32 switches ``matmul.allow_hf32`` and
+``conv.allow_hf32``, which :mod:`ascend_compat.simulator.numerics` honours.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import warnings
 from typing import Any, Dict, Optional
 
 import torch
+
+from ascend_compat.simulator import numerics
 
 from . import device as _dev
 from . import properties as _props
@@ -146,6 +149,7 @@ class _MatmulConfig:
         if name == "allow_hf32":
             _check_bool(value)
             _options["ALLOW_MATMUL_HF32"] = "enable" if value else "disable"
+            numerics.sync()
         elif name == "cube_math_type":
             if not isinstance(value, CubeMathType):
                 raise TypeError(f"value should be one of Enum CubeMathType when setting cube_math_type, "
@@ -168,6 +172,7 @@ class _ConvConfig:
         if name == "allow_hf32":
             _check_bool(value)
             _options["ALLOW_CONV_HF32"] = "enable" if value else "disable"
+            numerics.sync()
 
     def __getattr__(self, name: str) -> Any:
         if name == "allow_hf32":
