@@ -84,7 +84,7 @@ def install(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910
 
 
 def _build_module(cfg):
-    from ascend_compat.simulator import npu_api
+    from ascend_compat.simulator.torch_npu import npu as npu_api
 
     return npu_api.build_npu_module()
 
@@ -128,7 +128,7 @@ def _install(cfg: SimConfig) -> None:
     _selftest.probe_installed()
     _install_torch_npu_stand_in()
     from ascend_compat.simulator import _distributed
-    from ascend_compat.simulator.npu_api import device as device_api
+    from ascend_compat.simulator.torch_npu.npu import device as device_api
 
     _distributed.register_hccl()
     device_api._forget_install_probes()  # the first real use initialises (decides fork safety)

@@ -136,6 +136,12 @@ def install_stand_in(torch_npu_version: Optional[str] = None) -> None:
     pkg = importlib.import_module(_PKG)
     pkg.__version__ = version
     pkg._simulated = True
+    import torch
+
+    if hasattr(torch, "npu"):
+        # ``torch_npu.npu`` is ``torch.npu``, the module built from the package of that name (whose
+        # import bound the builder package itself to the attribute)
+        pkg.npu = torch.npu
     if _finder is None:
         _finder = StandInFinder(version)
         sys.meta_path.insert(0, _finder)
