@@ -135,11 +135,14 @@ def _install(cfg: SimConfig) -> None:
 
 
 def _install_torch_npu_stand_in() -> None:
-    """Make ``import torch_npu`` give the stand-in package."""
+    """Register ``torch.ops.npu`` (torch_npu's custom ops) and make ``import torch_npu`` give the stand-in."""
     from ascend_compat.simulator import _state
     from ascend_compat.simulator._stand_in import install_stand_in
+    from ascend_compat.simulator.torch_npu import _op_registry
 
-    install_stand_in(_state.config.torch_npu_version if _state.config else None)
+    version = _state.config.torch_npu_version if _state.config else None
+    _libraries.append(_op_registry.register(version))
+    install_stand_in(version)
 
 
 def install_from_env() -> SimConfig:
