@@ -192,3 +192,39 @@ def npu_moe_compute_expert_tokens(sorted_expert_for_source_row: torch.Tensor, nu
                            dtype=sorted_expert_for_source_row.dtype)
     ends = torch.searchsorted(sorted_expert_for_source_row.contiguous(), experts, right=True)
     return ends.to(sorted_expert_for_source_row.dtype)
+
+
+def npu_moe_token_permute(tokens: torch.Tensor, indices: torch.Tensor, num_out_tokens: Optional[int] = None,
+                          padded_mode: bool = False):
+    """``(permuted_tokens, sorted_indices)``: tokens repeated top-k times and ordered by expert (stable);
+    ``permuted_tokens[sorted_indices[i]] = tokens[i // topk]``; the first ``num_out_tokens`` kept
+    (None/0: all, negative: a negative slice end)."""
+    op = "npu_moe_token_permute"
+    check(tokens.dim() == 2 and indices.dim() in (1, 2), f"{op}: tokens must be 2D and indices 1D or 2D.")
+    if padded_mode:
+        raise not_supported(op, "padded_mode=True")
+    topk = 1 if indices.dim() == 1 else indices.shape[1]
+    order = torch.argsort(indices.reshape(-1), stable=True)
+    sorted_indices = torch.empty_like(order, dtype=torch.int32)
+    sorted_indices[order] = torch.arange(order.numel(), dtype=torch.int32, device=order.device)
+    permuted = tokens[order // topk]
+    if num_out_tokens:
+        permuted = permuted[:num_out_tokens]
+    return permuted, sorted_indices
+
+
+def npu_moe_token_unpermute(permuted_tokens: torch.Tensor, sorted_indices: torch.Tensor, probs=None,
+                            padded_mode: bool = False, restore_shape=None):
+    """``out[t] = Σ_j probs[t, j] · permuted_tokens[sorted_indices[t·topk + j]]`` (topk = probs.size(1), or 1);
+    rows dropped by ``num_out_tokens`` count as zero."""
+    op = "npu_moe_token_unpermute"
+    if padded_mode or restore_shape is not None:
+        raise not_supported(op, "padded_mode=True / restore_shape")
+    topk = probs.shape[1] if probs is not None else 1
+    idx = sorted_indices.long()
+    kept = idx < permuted_tokens.shape[0]
+    rows = permuted_tokens[idx.clamp(max=max(permuted_tokens.shape[0] - 1, 0))] * kept.unsqueeze(-1).to(permuted_tokens.dtype)
+    rows = rows.reshape(-1, topk, permuted_tokens.shape[-1])
+    if probs is not None:
+        rows = rows * probs.unsqueeze(-1).to(rows.dtype)
+    return rows.sum(1)
