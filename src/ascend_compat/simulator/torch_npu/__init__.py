@@ -26,6 +26,9 @@ _simulated = True
 __all__ = ["HiFloat8Tensor", "erase_stream", "matmul_checksum"]
 
 
+_SUBMODULES = ("profiler", "optim", "utils", "version", "contrib", "distributed", "_C")
+
+
 def _not_installed(what: str) -> AttributeError:
     return AttributeError(f"{what} is unavailable: the ascend-compat simulated NPU is not installed in this process "
                           "(call ascend_compat.simulator.install() first)")
@@ -40,6 +43,10 @@ def __getattr__(name: str) -> Any:
         if not hasattr(torch, "npu"):
             raise _not_installed("torch_npu.npu")
         return torch.npu
+    if name in _SUBMODULES:  # torch_npu imports these with itself; here they load on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     from ascend_compat.simulator.torch_npu import _op_registry
 
     if name in _op_registry.op_names():
