@@ -79,6 +79,12 @@ def test_an_op_without_reference_exists_and_says_so_when_called():
     assert issubclass(NotSimulatedError, NotImplementedError)
 
 
+def test_torch_dot_op_is_the_deprecated_alias():
+    with pytest.raises(RuntimeError, match=r"torch.npu_rms_norm is deprecated and will be removed in future version. "
+                                           r"Use torch_npu.npu_rms_norm instead.[\s\S]*ERR00007 PTA"):
+        torch.npu_rms_norm(torch.zeros(1, device="npu"), torch.ones(1, device="npu"))
+
+
 def test_hf_style_detection_sees_an_npu():
     # what transformers' is_torch_npu_available and accelerate's is_npu_available check
     assert importlib.util.find_spec("torch_npu") is not None
@@ -122,3 +128,15 @@ def test_fused_ops_refuse_cpu_tensors_as_torch_npu_does():
                                            r"correct[\s\S]*ERR01002 OPS invalid type"):
         torch_npu.npu_rms_norm(torch.rand(2, 8), torch.ones(8, device="npu"))
     assert torch_npu.fast_gelu(torch.rand(4, device="npu")).device.type == "npu"
+
+
+def test_an_older_emulated_version_has_only_its_own_ops():
+    out = check(run_python("""
+        import ascend_compat.simulator as sim
+        sim.install(torch_npu_version="2.6")
+        import torch_npu
+        from ascend_compat import data
+        print(hasattr(torch_npu, "npu_moe_token_permute"), hasattr(torch_npu, "_npu_fusion_attention_v3_get_max_workspace"),
+              "npu_moe_token_permute" in data.custom_ops("2.6"))
+    """))
+    assert out.split() == ["True", "False", "True"]

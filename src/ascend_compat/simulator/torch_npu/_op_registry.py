@@ -16,7 +16,8 @@ Only ``PrivateUse1``/``Meta`` kernels exist, as in torch_npu, so a CPU tensor ge
 tensor argument (``empty_with_format``...) are registered for ``CompositeExplicitAutograd`` as
 torch_npu does. The stand-in binds each op as ``torch_npu.<op>`` (the ``OpOverloadPacket``), as
 torch_npu's ``_export_npu_ops`` does, so ``hasattr(torch_npu, op)`` is True for every op of the
-emulated version, simulated or not: feature checks pass, and the call says what is missing.
+emulated version, simulated or not: feature checks pass, and the call says what is missing. As there,
+``torch.<op>`` raises torch_npu's "deprecated ... use torch_npu.<op>" error.
 """
 from __future__ import annotations
 
@@ -123,7 +124,25 @@ def register(version: Optional[str] = None) -> torch.library.Library:
             lib.impl(overload, kernel, key)
         names.add(overload.split(".")[0])
     _registered = frozenset(names)
+    _export_deprecated_torch_names(names)
     return lib
+
+
+def _export_deprecated_torch_names(names) -> None:
+    """torch_npu's ``_export_npu_ops`` also binds ``torch.<op>`` to a function raising "torch.<op> is
+    deprecated ... Use torch_npu.<op> instead." (never over a name torch itself has)."""
+    from ascend_compat.simulator._error_code import pta_error
+
+    for name in names:
+        if hasattr(torch, name):
+            continue
+
+        def deprecated(*args: Any, _name: str = name, **kwargs: Any):
+            raise RuntimeError(f"torch.{_name} is deprecated and will be removed in future version. "
+                               f"Use torch_npu.{_name} instead." + pta_error("NOT_SUPPORT"))
+
+        deprecated.__name__ = name
+        setattr(torch, name, deprecated)
 
 
 def op_names() -> FrozenSet[str]:
