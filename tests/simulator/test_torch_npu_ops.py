@@ -382,6 +382,19 @@ def test_meta_tensors_give_shapes(tn):
     assert y.shape == idx.shape == row.shape == (6, 4) and idx.dtype == torch.int32
     assert tn.npu_rms_norm(torch.empty(2, 8, device="meta"), torch.empty(8, device="meta"))[1].shape == (2, 1)
 
+    def m(*shape, dtype=torch.float16):
+        return torch.empty(*shape, device="meta", dtype=dtype)
+
+    y = tn.npu_quant_matmul(m(2, 8, dtype=torch.int8), m(8, 4, dtype=torch.int8), m(4, dtype=torch.float32),
+                            output_dtype=torch.bfloat16)
+    assert y.shape == (2, 4) and y.dtype == torch.bfloat16
+    q, scale = tn.npu_dynamic_quant(m(3, 5, 8))
+    assert q.shape == (3, 5, 8) and q.dtype == torch.int8 and scale.shape == (3, 5) and scale.dtype == torch.float32
+    assert tn.npu_clipped_swiglu(m(2, 8)).shape == (2, 4)
+    assert tn.npu_pad(m(2, 8), [1, 1, 1, 1]).shape == (4, 10)
+    with pytest.raises(NotImplementedError, match="npu::npu_moe_init_routing: attempted to run this operator with Meta tensors"):
+        tn.npu_moe_init_routing(m(3, 4), m(3, 2, dtype=torch.int32), m(3, 2, dtype=torch.int32), 3)
+
 
 def test_moe_token_permute_and_unpermute_round_trip(tn):
     torch.manual_seed(8)

@@ -45,20 +45,19 @@ _META_SAFE = _fused.META_SAFE
 _registered: Optional[FrozenSet[str]] = None
 
 
-@functools.lru_cache(maxsize=None)
 def _table() -> Dict[str, dict]:
     from ascend_compat import data
 
-    return data.load_table("npu_op_schemas.json")["ops"]
+    return data.npu_op_schemas()
 
 
 def _wanted(version: Optional[str]) -> List[str]:
-    """Overloads of the emulated version: the schema table filtered by that version's op list."""
+    """Overloads of the emulated version: the schema table (torch_npu 2.14's schemas) filtered by that
+    version's op names; ops an older version has and 2.14 dropped have no schema and are left out."""
     from ascend_compat import data
 
-    table = _table()
-    present = data.custom_op_overloads(version) | {k for k in table if k.split(".")[0] in data.custom_ops(version)}
-    return sorted(k for k in table if k in present)
+    names = data.custom_ops(version)
+    return sorted(k for k in _table() if k.split(".")[0] in names)
 
 
 def schema_of(overload: str) -> str:
