@@ -440,3 +440,33 @@ def test_fused_infer_attention_score_v2_is_attention(tn):
     q, k, v = q.float(), k.float(), v.float()
     close(out.float(), F.scaled_dot_product_attention(q, k, v, scale=0.3), atol=2e-3, rtol=2e-3)
     close(lse.reshape(2, 4, 3), torch.logsumexp(q @ k.transpose(-1, -2) * 0.3, -1), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["Norm", "PA_NZ"])
+def test_scatter_pa_kv_cache_writes_each_token_at_its_slot(tn, mode):
+    torch.manual_seed(10)
+    blocks, bs, n, d, c0 = 3, 4, 2, 8, 16
+    key, value = torch.randn(5, n, d).half(), torch.randn(5, n, d).half()
+    slots = torch.tensor([0, 5, 11, -1, 6])
+    shape = (blocks, bs, n, d) if mode == "Norm" else (blocks, n * d // c0, bs, c0)
+    kc, vc = torch.zeros(shape).half(), torch.zeros(shape).half()
+    nkc, nvc = npu(kc, vc)
+    assert tn.npu_scatter_pa_kv_cache(*npu(key, value), nkc, nvc, npu(slots), cache_mode=mode) is None
+    for t, s in enumerate(slots.tolist()):
+        if s < 0:
+            continue
+        b, r = divmod(s, bs)
+        if mode == "Norm":
+            kc[b, r], vc[b, r] = key[t], value[t]
+        else:
+            kc[b, :, r, :], vc[b, :, r, :] = key[t].reshape(-1, c0), value[t].reshape(-1, c0)
+    close(nkc, kc)
+    close(nvc, vc)
+
+
+def test_transpose_batchmatmul_as_vllm_ascend_calls_it(tn):
+    x, w = torch.randn(5, 3, 4), torch.randn(3, 4, 6)
+    y = tn.npu_transpose_batchmatmul(*npu(x, w), bias=None, scale=None, perm_x1=(1, 0, 2), perm_x2=(0, 1, 2),
+                                     perm_y=(1, 0, 2), batch_split_factor=1)
+    ref = torch.stack([torch.stack([x[s, b] @ w[b] for b in range(3)]) for s in range(5)])
+    close(y, ref, atol=1e-5, rtol=1e-5)

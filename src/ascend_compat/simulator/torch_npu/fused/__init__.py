@@ -28,7 +28,8 @@ from ascend_compat.simulator.torch_npu.fused.infer_attention import (
     npu_incre_flash_attention,
     npu_prompt_flash_attention,
 )
-from ascend_compat.simulator.torch_npu.fused.matmul import npu_bmmV2, npu_grouped_matmul, npu_linear
+from ascend_compat.simulator.torch_npu.fused.kv_cache import npu_scatter_pa_kv_cache
+from ascend_compat.simulator.torch_npu.fused.matmul import npu_bmmV2, npu_grouped_matmul, npu_linear, npu_transpose_batchmatmul
 from ascend_compat.simulator.torch_npu.fused.moe import (
     npu_moe_compute_expert_tokens,
     npu_moe_finalize_routing,
@@ -96,8 +97,8 @@ OVERLOADS = {
         "npu_moe_finalize_routing", "npu_moe_gating_top_k", "npu_moe_gating_top_k_softmax", "npu_moe_init_routing",
         "npu_moe_init_routing_v2", "npu_moe_token_permute", "npu_moe_token_unpermute", "npu_one_hot", "npu_pad", "npu_prompt_flash_attention", "npu_quant_matmul",
         "npu_quantize", "npu_rms_norm", "npu_rotary_mul", "npu_scaled_masked_softmax", "npu_scatter_nd_update",
-        "npu_scatter_nd_update_", "npu_silu", "npu_silu_", "npu_slice", "npu_softmax_cross_entropy_with_logits",
-        "npu_sort_v2", "npu_swiglu", "npu_top_k_top_p", "npu_trans_quant_param", "npu_transpose",
+        "npu_scatter_nd_update_", "npu_scatter_pa_kv_cache", "npu_silu", "npu_silu_", "npu_slice", "npu_softmax_cross_entropy_with_logits",
+        "npu_sort_v2", "npu_swiglu", "npu_top_k_top_p", "npu_trans_quant_param", "npu_transpose", "npu_transpose_batchmatmul",
         "npu_weight_quant_batchmatmul", "scatter_update", "scatter_update_")
 }
 OVERLOADS.update({"npu_format_cast.Tensor": npu_format_cast, "npu_format_cast_.acl_format": npu_format_cast_,
@@ -111,7 +112,7 @@ META_SAFE = frozenset({
     "npu_min.dim", "npu_linear", "npu_bmmV2", "npu_confusion_transpose", "npu_one_hot",
     "npu_softmax_cross_entropy_with_logits", "npu_moe_gating_top_k_softmax", "npu_dynamic_quant", "npu_quant_matmul",
     "npu_weight_quant_batchmatmul", "npu_anti_quant", "npu_scaled_masked_softmax", "npu_clipped_swiglu",
-    "npu_interleave_rope",
+    "npu_interleave_rope", "npu_transpose_batchmatmul",
 })
 
 __all__ = ["OVERLOADS", "META_SAFE", "get_format"] + sorted({k.split(".")[0] for k in OVERLOADS})

@@ -120,3 +120,22 @@ def npu_bmmV2(self: torch.Tensor, mat2: torch.Tensor, output_sizes) -> torch.Ten
 
 def npu_linear(input: torch.Tensor, weight: torch.Tensor, bias=None) -> torch.Tensor:  # noqa: A002
     return torch.nn.functional.linear(input, weight, bias)
+
+
+def npu_transpose_batchmatmul(input: torch.Tensor, weight: torch.Tensor, *, bias=None, scale=None,  # noqa: A002
+                              perm_x1=None, perm_x2=None, perm_y=None, batch_split_factor: Optional[int] = 1):
+    """``permute(input, perm_x1) @ permute(weight, perm_x2) (+ bias)``, then ``permute(y, perm_y)``; 3D
+    inputs (the permuted operands are [B, M, K] and [B, K, N]). Quantised output (``scale``) and
+    ``batch_split_factor`` != 1 are not implemented."""
+    op = "npu_transpose_batchmatmul"
+    if scale is not None:
+        raise not_supported(op, "int8 output (scale)")
+    if batch_split_factor not in (None, 1):
+        raise not_supported(op, f"batch_split_factor={batch_split_factor}")
+    check(input.dim() == 3 and weight.dim() == 3, f"{op}: input and weight must be 3D.")
+    x1 = input.permute(*perm_x1) if perm_x1 else input
+    x2 = weight.permute(*perm_x2) if perm_x2 else weight
+    y = torch.bmm(x1, x2)
+    if bias is not None:
+        y = y + bias
+    return (y.permute(*perm_y) if perm_y else y).contiguous()

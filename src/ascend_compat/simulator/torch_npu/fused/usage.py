@@ -18,6 +18,7 @@ CALLERS = {
     'npu_dynamic_quant': {'MindSpeed': 7, 'vllm-ascend': 31},
     'npu_rms_norm': {'LLaMA-Factory': 3, 'MindSpeed': 5, 'diffusers': 1, 'vllm-ascend': 23},
     'npu_swiglu': {'LLaMA-Factory': 3, 'MindSpeed': 3, 'vllm-ascend': 19},
+    'npu_scatter_pa_kv_cache': {'vllm-ascend': 16},
     'npu_add_rms_norm': {'MindSpeed': 2, 'vllm-ascend': 13},
     'npu_moe_token_unpermute': {'LLaMA-Factory': 3, 'MindSpeed': 1, 'vllm-ascend': 11},
     'npu_fused_infer_attention_score_v2': {'vllm-ascend': 14},
@@ -27,6 +28,7 @@ CALLERS = {
     'npu_moe_token_permute': {'LLaMA-Factory': 3, 'MindSpeed': 1, 'vllm-ascend': 5},
     'npu_clipped_swiglu': {'vllm-ascend': 6},
     'npu_interleave_rope': {'vllm-ascend': 6},
+    'npu_transpose_batchmatmul': {'vllm-ascend': 6},
     'npu_scaled_masked_softmax': {'MindSpeed': 5},
     'npu_scatter_nd_update_': {'vllm-ascend': 5},
     'get_npu_format': {'vllm-ascend': 4},
@@ -45,12 +47,12 @@ CALLERS = {
 
 #: the most-called ops without a CPU reference, most-called first
 NOT_SIMULATED = (
-    'npu_dynamic_mx_quant', 'npu_scatter_pa_kv_cache', 'npu_dynamic_mx_quant_with_dual_axis',
-    'npu_grouped_dynamic_mx_quant', 'npu_convert_weight_to_int4pack', 'npu_dynamic_block_quant',
-    'npu_kronecker_quant', 'npu_mm_reduce_scatter_base', 'npu_gather_pa_kv_cache',
-    'npu_all_gather_base_mm', 'npu_dynamic_block_mx_quant', 'npu_attention_update',
-    'npu_kv_rmsnorm_rope_cache', '_npu_fused_infer_attention_score_get_max_workspace', 'npu_transpose_batchmatmul',
-    'npu_alltoallv_gmm', 'npu_gmm_alltoallv', 'npu_matmul_compress_dequant',
-    'npu_moe_distribute_dispatch_v2', 'npu_chunk_gated_delta_rule', 'npu_quant_grouped_matmul_dequant',
-    'npu_kv_quant_sparse_flash_attention', 'npu_mla_prolog_v3', '_npu_fused_infer_attention_score_v2_get_max_workspace',
+    'npu_dynamic_mx_quant', 'npu_dynamic_mx_quant_with_dual_axis', 'npu_grouped_dynamic_mx_quant',
+    'npu_convert_weight_to_int4pack', 'npu_dynamic_block_quant', 'npu_kronecker_quant',
+    'npu_mm_reduce_scatter_base', 'npu_gather_pa_kv_cache', 'npu_all_gather_base_mm',
+    'npu_dynamic_block_mx_quant', 'npu_attention_update', 'npu_kv_rmsnorm_rope_cache',
+    '_npu_fused_infer_attention_score_get_max_workspace', 'npu_alltoallv_gmm', 'npu_gmm_alltoallv',
+    'npu_matmul_compress_dequant', 'npu_moe_distribute_dispatch_v2', 'npu_chunk_gated_delta_rule',
+    'npu_quant_grouped_matmul_dequant', 'npu_kv_quant_sparse_flash_attention', 'npu_mla_prolog_v3',
+    '_npu_fused_infer_attention_score_v2_get_max_workspace', 'npu_lightning_indexer', 'npu_grouped_matmul_swiglu_quant_v2',
 )
