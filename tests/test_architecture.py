@@ -133,3 +133,19 @@ def test_own_imports_are_never_guarded():
                 elif isinstance(inner, ast.Import) and any(a.name.startswith("ascend_compat") for a in inner.names):
                     guarded.append(f"{module}:{inner.lineno}")
     assert guarded == []
+
+
+#: the simulator's own modules that may reach into its torch_npu stand-in: the package face (install()
+#: wires core and stand-in together) and the import hook that serves the stand-in as ``torch_npu``
+_SIM_WIRING = {"ascend_compat.simulator", "ascend_compat.simulator._stand_in"}
+
+
+def test_simulator_core_never_imports_the_stand_in():
+    """Inside the simulator, imports run from the torch_npu stand-in to the host-backed device core,
+    never back: the core learns what it needs from the stand-in through registration callbacks."""
+    stand_in = "ascend_compat.simulator.torch_npu"
+    core = [m for m in MODULES if m.startswith("ascend_compat.simulator") and not m.startswith(stand_in)
+            and m not in _SIM_WIRING]
+    assert core and stand_in + ".npu" in MODULES
+    back = sorted((m, d) for m in core for d in GRAPH[m] if d == stand_in or d.startswith(stand_in + "."))
+    assert back == []

@@ -2,7 +2,9 @@
 give the same bytes when run twice."""
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -281,3 +283,35 @@ def test_gen_cuda_api_map_doc_parser():
     assert g.classify("memory_usage", {"memory_usage"}, parsed["memory_usage"])[0] == "unsupported"
     assert g.classify("CUDAGraph", {"NPUGraph"}, parsed["CUDAGraph"])[:2] == ("renamed", "NPUGraph")
     assert g.classify("nccl.all_reduce", set(), None) == ("unsupported", None, g.SUGGESTIONS["nccl"])
+
+
+def test_gen_npu_op_schemas(tmp_path):
+    wheel = tmp_path / "torch_npu-9.1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("torch_npu/csrc/aten/npu_native_functions_by_codegen.yaml", CODEGEN_YAML + textwrap.dedent("""
+            custom_autograd:
+            - func: npu_bar(Tensor self,
+                  int k=1) -> (Tensor, Tensor)
+            """))
+    out = tmp_path / "schemas.json"
+    run_tool("gen_npu_op_schemas.py", str(wheel), "--output", str(out))
+    first = out.read_bytes()
+    table = json.loads(first)
+    assert table["_source"]["wheel"] == wheel.name and table["version"] == "9.1.0"
+    assert table["_source"]["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    ops = table["ops"]
+    assert set(ops) == {"copy_memory_", "npu_foo.bar", "npu_bar"}
+    assert ops["npu_foo.bar"] == {"schema": "npu_foo.bar(Tensor self) -> Tensor", "exposed": True,
+                                  "autograd": False, "composite": None}
+    assert ops["npu_bar"]["autograd"] and ops["npu_bar"]["schema"] == "npu_bar(Tensor self, int k=1) -> (Tensor, Tensor)"
+    run_tool("gen_npu_op_schemas.py", str(wheel), "--output", str(out))
+    assert out.read_bytes() == first
+
+
+@pytest.mark.skipif(not os.environ.get("TORCH_NPU_WHEEL"),
+                    reason="set TORCH_NPU_WHEEL=<torch_npu-2.14.0-*.whl> to check the committed table regenerates exactly")
+def test_committed_npu_op_schemas_regenerate_from_real_wheel(tmp_path):
+    out = tmp_path / "npu_op_schemas.json"
+    run_tool("gen_npu_op_schemas.py", os.environ["TORCH_NPU_WHEEL"], "--output", str(out))
+    committed = REPO / "src" / "ascend_compat" / "data" / "npu_op_schemas.json"
+    assert out.read_bytes() == committed.read_bytes()

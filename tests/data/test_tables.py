@@ -167,3 +167,11 @@ def test_python_support():
 def test_recommended_combination():
     rec = data.recommended_combination()
     assert rec["torch_npu"] == rec["torch"] == "2.12.0" and rec["cann"] == "9.1.0"
+
+
+def test_npu_op_schemas_2_14():
+    ops = data.npu_op_schemas()
+    assert len({k.split(".")[0] for k in ops}) == 398 and len(ops) == 419
+    assert ops["npu_format_cast.Tensor"]["exposed"]
+    assert ops["npu_rms_norm"]["schema"] == "npu_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)"
+    assert {k.split(".")[0] for k in ops} <= data.custom_ops("2.14")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ascend_compat.simulator._memory import round_size
-from ascend_compat.simulator.npu_api import coverage
+from ascend_compat.simulator.torch_npu.npu import coverage
 
 
 @pytest.fixture(autouse=True)

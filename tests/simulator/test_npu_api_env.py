@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ascend_compat.simulator.npu_api.device import parse_capability, parse_visible_devices, visible_device_count
-from ascend_compat.simulator.npu_api.soc_specs import SOCS, soc_spec
+from ascend_compat.simulator.torch_npu.npu.device import parse_capability, parse_visible_devices, visible_device_count
+from ascend_compat.simulator.torch_npu.npu.soc_specs import SOCS, soc_spec
 
 from _subproc import check, run_python
 
@@ -234,7 +234,7 @@ def test_every_name_of_every_known_torch_npu_version_exists_and_is_classified():
         import ascend_compat.simulator as sim
         sim.install()
         from ascend_compat import data
-        from ascend_compat.simulator.npu_api import build_npu_module, coverage
+        from ascend_compat.simulator.torch_npu.npu import build_npu_module, coverage
         problems, late = [], 0
         for version in data.npu_api_versions():
             module = build_npu_module(version)

@@ -46,21 +46,43 @@ def test_submodules_resolve_to_the_simulated_modules():
         importlib.import_module("torch_npu.no_such_module")
 
 
-def test_fused_ops_are_re_exported_and_unknown_custom_ops_are_named():
+def test_every_custom_op_is_bound_from_torch_ops_npu():
     import torch_npu
-    from ascend_compat.simulator.torch_npu import fused
+    from ascend_compat import data
+    from ascend_compat.simulator.torch_npu import _op_registry, fused
 
-    for name in fused.__all__:
-        exported = getattr(torch_npu, name)
-        assert exported is getattr(fused, name) or exported.__wrapped__ is getattr(fused, name)
+    names = _op_registry.op_names()
+    assert names == data.custom_ops() & {k.split(".")[0] for k in data.load_table("npu_op_schemas.json")["ops"]}
+    for name in names:
+        assert getattr(torch_npu, name) is getattr(torch.ops.npu, name)
+    assert set(torch_npu.__all__) <= names and "npu_grouped_matmul" in torch_npu.__all__
+    assert {k.split(".")[0] for k in fused.OVERLOADS} <= names
     x = torch.randn(2, 8, device="npu")
     gamma = torch.ones(8, device="npu")
     out = torch_npu.npu_rms_norm(x, gamma)[0]
     ref = x.cpu() * torch.rsqrt(x.cpu().pow(2).mean(-1, keepdim=True) + 1e-6)
     torch.testing.assert_close(out.cpu(), ref)
     assert hasattr(torch_npu, "npu_no_such_op") is False
-    with pytest.raises(AttributeError, match="no CPU reference"):
+    with pytest.raises(AttributeError, match="has no attribute 'npu_no_such_op'"):
         torch_npu.npu_no_such_op  # noqa: B018
+
+
+def test_an_op_without_reference_exists_and_says_so_when_called():
+    import torch_npu
+    from ascend_compat.simulator.torch_npu._op_registry import NotSimulatedError
+
+    assert hasattr(torch_npu, "npu_mla_prolog")  # feature checks see what the real module has
+    x = torch.zeros(1, device="npu")
+    with pytest.raises(NotSimulatedError, match=r"torch_npu.npu_mla_prolog is not simulated by ascend-compat"
+                                                r"[\s\S]*ERR01007 OPS feature not supported"):
+        torch_npu.npu_mla_prolog(*([x] * 12))
+    assert issubclass(NotSimulatedError, NotImplementedError)
+
+
+def test_torch_dot_op_is_the_deprecated_alias():
+    with pytest.raises(RuntimeError, match=r"torch.npu_rms_norm is deprecated and will be removed in future version. "
+                                           r"Use torch_npu.npu_rms_norm instead.[\s\S]*ERR00007 PTA"):
+        torch.npu_rms_norm(torch.zeros(1, device="npu"), torch.ones(1, device="npu"))
 
 
 def test_hf_style_detection_sees_an_npu():
@@ -101,6 +123,20 @@ def test_fused_ops_refuse_cpu_tensors_as_torch_npu_does():
 
     with pytest.raises(NotImplementedError, match="Could not run 'npu::fast_gelu' with arguments from the 'CPU' backend"):
         torch_npu.fast_gelu(torch.rand(4))
-    with pytest.raises(NotImplementedError, match="'npu::npu_rms_norm'"):
+    # one npu tensor among the arguments selects the NPU kernel, which refuses the CPU one
+    with pytest.raises(RuntimeError, match=r"Expected NPU tensor, please check whether the input tensor device is "
+                                           r"correct[\s\S]*ERR01002 OPS invalid type"):
         torch_npu.npu_rms_norm(torch.rand(2, 8), torch.ones(8, device="npu"))
     assert torch_npu.fast_gelu(torch.rand(4, device="npu")).device.type == "npu"
+
+
+def test_an_older_emulated_version_has_only_its_own_ops():
+    out = check(run_python("""
+        import ascend_compat.simulator as sim
+        sim.install(torch_npu_version="2.6")
+        import torch_npu
+        from ascend_compat import data
+        print(hasattr(torch_npu, "npu_moe_token_permute"), hasattr(torch_npu, "_npu_fusion_attention_v3_get_max_workspace"),
+              "npu_moe_token_permute" in data.custom_ops("2.6"))
+    """))
+    assert out.split() == ["True", "False", "True"]

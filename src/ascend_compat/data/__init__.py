@@ -31,6 +31,8 @@ dispatch key without a kernel falls back. :func:`would_fall_back` applies that r
 installed torch's dispatcher. The tables cover torch_npu 2.1 to 2.14 (2.2 reconstructed from
 op-plugin; every other version read from its newest PyPI wheel).
 
+Custom op schemas (``npu_op_schemas.json``, from one torch_npu wheel's codegen yaml): :func:`npu_op_schemas`.
+
 Other tables: :func:`npu_api` / :func:`custom_api` (public names of ``torch_npu.npu`` / ``torch_npu``),
 :func:`cuda_api_map` (``torch.cuda`` -> ``torch.npu`` per version), :func:`version_matrix`,
 :func:`python_support`, :func:`recommended` (torch_npu / torch / CANN / Python pairings).
@@ -57,6 +59,7 @@ __all__ = [
     "custom_ops",
     "custom_op_overloads",
     "exposed_custom_ops",
+    "npu_op_schemas",
     "npu_api_versions",
     "npu_api",
     "custom_api",
@@ -224,6 +227,13 @@ def custom_op_overloads(version: Optional[str] = None) -> FrozenSet[str]:
 def exposed_custom_ops(version: Optional[str] = None) -> FrozenSet[str]:
     """Custom ops torch_npu exposes as ``torch_npu.<name>`` (marked ``exposed`` in its op yaml)."""
     return _custom(resolve_version(version), "exposed", False)
+
+
+def npu_op_schemas() -> Dict[str, Dict[str, Any]]:
+    """torch_npu's custom ``npu::`` op overloads (``"npu_format_cast.Tensor"``, default overload bare) ->
+    ``{"schema", "exposed", "autograd", "composite"}``, from the torch_npu wheel named in the table's
+    ``_source`` (2.14.0). The returned dict is shared: do not modify it."""
+    return load_table("npu_op_schemas.json")["ops"]
 
 
 # ---------------------------------------------------------------- torch_npu.npu API

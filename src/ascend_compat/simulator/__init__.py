@@ -84,7 +84,7 @@ def install(devices=1, float64="torch_npu", memory_capacity=None, soc="Ascend910
 
 
 def _build_module(cfg):
-    from ascend_compat.simulator import npu_api
+    from ascend_compat.simulator.torch_npu import npu as npu_api
 
     return npu_api.build_npu_module()
 
@@ -128,7 +128,7 @@ def _install(cfg: SimConfig) -> None:
     _selftest.probe_installed()
     _install_torch_npu_stand_in()
     from ascend_compat.simulator import _distributed
-    from ascend_compat.simulator.npu_api import device as device_api
+    from ascend_compat.simulator.torch_npu.npu import device as device_api
 
     _distributed.register_hccl()
     _apply_numerics()
@@ -150,11 +150,14 @@ def _apply_numerics() -> None:
 
 
 def _install_torch_npu_stand_in() -> None:
-    """Make ``import torch_npu`` give the stand-in package."""
+    """Register ``torch.ops.npu`` (torch_npu's custom ops) and make ``import torch_npu`` give the stand-in."""
     from ascend_compat.simulator import _state
     from ascend_compat.simulator._stand_in import install_stand_in
+    from ascend_compat.simulator.torch_npu import _op_registry
 
-    install_stand_in(_state.config.torch_npu_version if _state.config else None)
+    version = _state.config.torch_npu_version if _state.config else None
+    _libraries.append(_op_registry.register(version))
+    install_stand_in(version)
 
 
 def install_from_env() -> SimConfig:

@@ -162,7 +162,9 @@ def mixed_device_error(a, b) -> RuntimeError:
     """torch_npu's mixed-device error: its own wording and ERR01002 when one side is the CPU; torch's
     wording when two NPUs are mixed (npu:0 and npu:1), as torch_npu reports that case."""
     if "cpu" in (str(a), str(b)):
-        return RuntimeError(NPU_EXPECTED + _state._err_suffix("ERR01002", "OPS invalid type"))
+        from ascend_compat.simulator import _error_code
+
+        return RuntimeError(NPU_EXPECTED + _error_code.cpp_error("OPS", "TYPE"))
     return RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
 

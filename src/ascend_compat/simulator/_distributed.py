@@ -83,10 +83,10 @@ def _create_hccl(dist_backend_opts: Any, pg_options: Any) -> "ProcessGroupHCCL":
     )
 
 
-def _dist_error(code: str, text: str) -> str:
-    from ascend_compat.simulator import _state
+def _dist_error(code: str) -> str:
+    from ascend_compat.simulator import _error_code
 
-    return _state._err_suffix(code, text)
+    return _error_code.cpp_error("DIST", code)
 
 
 def _completed(result: Any) -> Any:
@@ -178,7 +178,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             host = t
         elif t.device.type != "npu" or t.is_sparse:
             raise RuntimeError(
-                "Tensors must be NPU and dense" + _dist_error("ERR02002", "DIST invalid type")
+                "Tensors must be NPU and dense" + _dist_error("TYPE")
             )
         else:
             from ascend_compat.simulator._memory import host_alias
@@ -186,7 +186,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             host = host_alias(t)
         if need_contiguous and not _dense(t):
             raise RuntimeError(
-                "Tensors must be contiguous" + _dist_error("ERR02002", "DIST invalid type")
+                "Tensors must be contiguous" + _dist_error("TYPE")
             )
         return host
 
@@ -199,11 +199,11 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             if op == unsupported:
                 raise RuntimeError(
                     f"Cannot use ReduceOp.{name} with HCCL"
-                    + _dist_error("ERR02007", "DIST feature not supported")
+                    + _dist_error("NOT_SUPPORT")
                 )
         if op == ReduceOp.AVG or any(op == known for known in _GLOO_OPS):
             return
-        raise RuntimeError("Unhandled ReduceOp" + _dist_error("ERR02008", "DIST resource not found"))
+        raise RuntimeError("Unhandled ReduceOp" + _dist_error("NOT_FOUND"))
 
     def _allreduce_host(self, host: torch.Tensor, op: Any) -> None:
         """All-reduce a dense host tensor in place with HCCL semantics for ``op``."""
@@ -372,7 +372,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                 raise RuntimeError(
                     f"Scalar tensors (0-dim tensors) are not supported in alltoall. "
                     f"inputTensor.dim()={t.dim()}"
-                    + _dist_error("ERR02001", "DIST invalid parameter")
+                    + _dist_error("PARAM")
                 )
         flat_in = torch.cat([t.reshape(-1) for t in ins])
         flat_out = torch.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)

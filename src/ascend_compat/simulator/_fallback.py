@@ -13,7 +13,6 @@ overload, as torch_npu reports ``aten::fmax.out``.
 from __future__ import annotations
 
 import os
-import time
 from typing import FrozenSet, Optional, Set
 
 from ascend_compat.simulator import _warn, events
@@ -84,11 +83,9 @@ def fallback_name(op, mode: str = "plain") -> Optional[str]:
 
 
 def _error_suffix() -> str:
-    from ascend_compat.simulator import _state
+    from ascend_compat.simulator import _error_code
 
-    return (f"\n[ERROR] {time.strftime('%Y-%m-%d-%H:%M:%S')} (PID:{os.getpid()}, "
-            f"Device:{_state.current_device()}, RankID:{os.environ.get('RANK', '-1')}) "
-            "ERR01007 OPS feature not supported")
+    return _error_code.cpp_error("OPS", "NOT_SUPPORT")
 
 
 def hit(op_name: str) -> None:

@@ -180,8 +180,8 @@ def op_check(op) -> Optional[Callable]:
     table = _table()
     refusal = table["refuses_float64"].get(name)
     if refusal is not None:
-        code, _, text = refusal["error"].partition(" ")
-        return _checker(lambda: refusal["message"] + _err_suffix(code, text), None)
+        code = refusal["error"].partition(" ")[0]
+        return _checker(lambda: refusal["message"] + _err_suffix(code), None)
     for api, entry in table["aclnn_without_double"].items():
         if name in entry["aten"]:
             dim_pos = next((i for i, a in enumerate(schema.arguments) if a.name == "dim"), None)
@@ -203,15 +203,15 @@ def _checker(message: Callable[[], str], dim_pos: Optional[int]) -> Callable:
     return check
 
 
-def _err_suffix(code: str, text: str) -> str:
-    from ascend_compat.simulator import _state
+def _err_suffix(code: str) -> str:
+    from ascend_compat.simulator import _error_code
 
-    return _state._err_suffix(code, text)
+    return _error_code.cpp_error(*_error_code.parse(code))
 
 
 def _aclnn_message(api: str) -> str:
     return (f"NPU function error: call {api} failed, error code is 161002"
-            + _err_suffix("ERR00100", "PTA call acl api failed") + "\n"
+            + _err_suffix("ERR00100") + "\n"
             + f"EZ1001: [PID: {os.getpid()}] {api}: the dtype of self is DT_DOUBLE, which should be in dtype "
             "support list [...] (torch_npu records this API without DT_DOUBLE; the simulator does not know "
             "the full list).")

@@ -14,7 +14,7 @@ C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulat
 Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
 Nothing is cached, so "reserved" equals "allocated".
 
-Interface for ``npu_api``: ``host_alias``, ``to_device``, ``memory_stats``, ``memory_allocated``,
+Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``to_device``, ``memory_stats``, ``memory_allocated``,
 ``max_memory_allocated``, ``reset_peak_memory_stats``, ``reset_accumulated_memory_stats``,
 ``capacity``, ``set_capacity``.
 """

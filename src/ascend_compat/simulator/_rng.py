@@ -14,7 +14,7 @@ returns an :class:`NPUGenerator` for npu devices and a plain generator otherwise
 Values equal CPU's for the same seed (real hardware's generator gives different numbers); only
 determinism and per-device independence are simulated.
 
-Interface for ``npu_api``: ``generator``, ``default_generators``, ``manual_seed``,
+Interface for the stand-in's ``torch_npu.npu``: ``generator``, ``default_generators``, ``manual_seed``,
 ``manual_seed_all``, ``seed``, ``initial_seed``, ``get_rng_state``, ``set_rng_state``.
 """
 from __future__ import annotations

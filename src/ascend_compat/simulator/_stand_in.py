@@ -136,6 +136,18 @@ def install_stand_in(torch_npu_version: Optional[str] = None) -> None:
     pkg = importlib.import_module(_PKG)
     pkg.__version__ = version
     pkg._simulated = True
+    import torch
+
+    if hasattr(torch, "npu"):
+        # ``torch_npu.npu`` is ``torch.npu``, the module built from the package of that name (whose
+        # import bound the builder package itself to the attribute)
+        pkg.npu = torch.npu
+    from ascend_compat import data
+
+    # torch_npu.__all__: the custom ops it exports publicly (its three lazily imported Python names
+    # need hardware and are left out, so ``from torch_npu import *`` works)
+    ops = set(getattr(pkg, "_op_names", lambda: ())())
+    pkg.__all__ = sorted(n for n in data.custom_api(torch_npu_version) if n in ops)
     if _finder is None:
         _finder = StandInFinder(version)
         sys.meta_path.insert(0, _finder)

@@ -1,6 +1,6 @@
 """Process state of the simulated NPU: the active config, device count, current device.
 
-Interface for the ``torch.npu`` module builder (``npu_api``): ``device_count()`` (the node's
+Interface for the ``torch.npu`` module builder (``torch_npu.npu``): ``device_count()`` (the node's
 devices), ``visible_device_count()`` (after ``ASCEND_RT_VISIBLE_DEVICES``, which every index check
 uses), ``current_device()``, ``set_device(i)``, ``check_index(i)`` and ``config`` (the active
 :class:`~ascend_compat.simulator._config.SimConfig`, None before install).
@@ -8,10 +8,9 @@ uses), ``current_device()``, ``set_device(i)``, ``check_index(i)`` and ``config`
 from __future__ import annotations
 
 import os
-import time
 from typing import Optional
 
-from ascend_compat.simulator import _guard
+from ascend_compat.simulator import _error_code, _guard
 from ascend_compat.simulator._config import SimConfig
 
 config: Optional[SimConfig] = None
@@ -24,7 +23,7 @@ def device_count() -> int:
 
 def visible_device_count() -> int:
     """Devices this process may use: ``torch.npu.device_count()`` (the node's devices filtered by
-    ``ASCEND_RT_VISIBLE_DEVICES``, applied once, in ``npu_api.device``); the node count without it."""
+    ``ASCEND_RT_VISIBLE_DEVICES``, applied once, in ``torch_npu.npu.device``); the node count without it."""
     return (_visible or device_count)()
 
 
@@ -32,7 +31,7 @@ _visible = None
 
 
 def register_visible_count(counter) -> None:
-    """Called by the ``torch.npu`` module (``npu_api.device``) when it loads: the device core never
+    """Called by the ``torch.npu`` module (``torch_npu.npu.device``) when it loads: the device core never
     imports the torch_npu stand-in, the stand-in tells it how visibility is counted."""
     global _visible
     _visible = counter
@@ -46,13 +45,6 @@ def current_device() -> int:
 def set_device(i) -> None:
     """Set the calling thread's current NPU; accepts an int, ``"npu:1"`` or ``torch.device``."""
     _guard.set_device(check_index(i))
-
-
-def _err_suffix(code: str, text: str) -> str:
-    # torch_npu appends "[ERROR] <time> (PID:.., Device:.., RankID:..) ERR<code> <text>" to its errors.
-    rank = os.environ.get("RANK", "-1")
-    return (f"\n[ERROR] {time.strftime('%Y-%m-%d-%H:%M:%S')} (PID:{os.getpid()}, "
-            f"Device:{current_device() if config else -1}, RankID:{rank}) {code} {text}")
 
 
 def check_index(i) -> int:
@@ -88,5 +80,5 @@ def check_index(i) -> int:
                    f"{os.environ.get('ASCEND_RT_VISIBLE_DEVICES')!r}; visible devices are renumbered "
                    f"0..{n - 1})")
         raise RuntimeError(f"Invalid device ID. Device npu:{i} does not exist: {why}."
-                           + _err_suffix("ERR00001", "PTA invalid parameter"))
+                           + _error_code.cpp_error("PTA", "PARAM"))
     return i

@@ -72,7 +72,7 @@ def _aclnn(name: str) -> str:
 def _faulty_kernel(op, name: str, kind: str, value: float):
     import torch
 
-    from ascend_compat.simulator import _direct, _dispatch, _state
+    from ascend_compat.simulator import _direct, _dispatch, _error_code
 
     inner = _dispatch.direct_kernel(op, _direct.mode_of(op))
 
@@ -81,7 +81,7 @@ def _faulty_kernel(op, name: str, kind: str, value: float):
             code = int(value)
             raise RuntimeError(
                 f"NPU function error: call {_aclnn(name)} failed, error code is {code}"
-                + _state._err_suffix("ERR00100", "PTA call acl api failed")
+                + _error_code.cpp_error("PTA", "ACL")
                 + f"\n[ERROR] (injected by ASCEND_COMPAT_SIM_FAULTS) {_aclnn(name)} reported error {code}")
         out = inner(*args, **kwargs)
         for t in (out if isinstance(out, (tuple, list)) else [out]):

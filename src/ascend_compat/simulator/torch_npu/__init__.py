@@ -1,72 +1,70 @@
 """The ``torch_npu`` stand-in: what ``import torch_npu`` gives while the simulated NPU is installed.
 
-- ``torch_npu.npu`` is ``torch.npu`` (the simulated device module).
+Laid out like torch_npu: ``npu/`` (``torch_npu.npu`` is ``torch.npu``, built from that package),
+``utils/``, ``contrib/``, ``profiler/``, ``optim/``, ``distributed``, ``version``, ``_C``; the CPU
+references of torch_npu's custom ops are in ``fused/``.
+
 - ``torch_npu.__version__`` is the emulated torch_npu version; ``torch_npu._simulated`` is True.
-- The fused ops (``npu_fusion_attention``, ``npu_rms_norm``, ``npu_rotary_mul``, ``npu_swiglu``, ...)
-  are exact CPU references from :mod:`.fused`, re-exported here with torch_npu's names; like
-  torch_npu's ``npu::`` ops they refuse tensors that are not on the NPU (NotImplementedError,
-  torch's "Could not run 'npu::x' with arguments from the 'CPU' backend").
-- A torch_npu custom op without a reference here raises AttributeError naming the op, so
-  ``hasattr(torch_npu, "npu_x")`` feature checks answer False, as they would on a build without it.
+- Every custom op of the emulated version is bound as ``torch_npu.<op>`` = ``torch.ops.npu.<op>``
+  (registered with torch_npu's schemas by :mod:`._op_registry` at install), as torch_npu binds them.
+  So ``hasattr(torch_npu, "npu_x")`` is True for every op the real module has, simulated or not; an op
+  without a CPU reference raises ``NotSimulatedError`` (a NotImplementedError) naming it when called.
+  Like torch_npu's ops they run for npu (and meta) tensors only: a CPU tensor gets torch's
+  "Could not run 'npu::x' with arguments from the 'CPU' backend" NotImplementedError.
+- A name torch_npu does not have raises AttributeError.
 The import hook that maps ``torch_npu`` to this package is in ``ascend_compat.simulator._stand_in``.
-Importing this package has no side effect (the fused-op modules import it as their parent).
+Importing this package has no side effect.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ascend_compat.simulator.torch_npu import fused as _fused
-from ascend_compat.simulator.torch_npu.fused import *  # noqa: F401,F403  (the fused ops are the public API)
-
+__version__ = "2.14.0"  # replaced by install_stand_in() with the emulated version
 _simulated = True
 
-
-def _npu_only(name: str, reference):
-    """``torch_npu.<name>``: the reference, refusing tensors that are not on the NPU as torch_npu's
-    ``npu::`` ops do (they have kernels for the NPU only)."""
-    import functools
-
-    import torch
-
-    @functools.wraps(reference)
-    def op(*args, **kwargs):
-        for value in list(args) + list(kwargs.values()):
-            tensors = value if isinstance(value, (list, tuple)) else (value,)
-            for t in tensors:
-                if isinstance(t, torch.Tensor) and t.device.type not in ("npu", "meta"):
-                    backend = "CPU" if t.device.type == "cpu" else t.device.type.upper()
-                    raise NotImplementedError(
-                        f"Could not run 'npu::{name}' with arguments from the '{backend}' backend. This could be "
-                        f"because the operator doesn't exist for this backend, or was omitted during the selective/"
-                        f"custom build process (if using custom build). 'npu::{name}' is only available for these "
-                        "backends: [PrivateUse1, Meta, AutogradPrivateUse1].")
-        return reference(*args, **kwargs)
-
-    return op
+#: torch_npu's own top-level names (its ``__all__`` without the exported ops); set at install
+__all__ = ["HiFloat8Tensor", "erase_stream", "matmul_checksum"]
 
 
-for _name in getattr(_fused, "__all__", ()):
-    if _name.startswith("npu_") or _name == "fast_gelu":
-        globals()[_name] = _npu_only(_name, getattr(_fused, _name))
-del _name
-__version__ = "2.14.0"  # replaced by install_stand_in() with the emulated version
+_SUBMODULES = ("profiler", "optim", "utils", "version", "contrib", "distributed", "_C")
 
-__all__ = list(getattr(_fused, "__all__", ())) + ["npu"]
+
+def _not_installed(what: str) -> AttributeError:
+    return AttributeError(f"{what} is unavailable: the ascend-compat simulated NPU is not installed in this process "
+                          "(call ascend_compat.simulator.install() first)")
 
 
 def __getattr__(name: str) -> Any:
-    if name == "npu":
-        import torch
+    import torch
 
+    if name.startswith("__") or name == "_op_registry":  # dunders; the registry while it is being imported
+        raise AttributeError(f"module 'torch_npu' has no attribute '{name}'")
+    if name == "npu":
         if not hasattr(torch, "npu"):
-            raise AttributeError(
-                "torch_npu.npu is unavailable: the ascend-compat simulated NPU is not installed in this process "
-                "(call ascend_compat.simulator.install() first)"
-            )
+            raise _not_installed("torch_npu.npu")
         return torch.npu
-    if name.startswith("npu_") or name.startswith("_npu_"):
-        raise AttributeError(
-            f"torch_npu.{name} is a torch_npu custom op the ascend-compat simulator has no CPU reference for; "
-            f"implemented: {', '.join(sorted(n for n in __all__ if n.startswith('npu_')))}"
-        )
+    if name in _SUBMODULES:  # torch_npu imports these with itself; here they load on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    from ascend_compat.simulator.torch_npu import _op_registry
+
+    if name in _op_registry.op_names():
+        return getattr(torch.ops.npu, name)
+    if name in ("HiFloat8Tensor", "erase_stream", "matmul_checksum"):
+        raise AttributeError(f"torch_npu.{name} is not simulated by ascend-compat (it needs Ascend hardware)")
+    if not _op_registry.op_names() and (name.startswith("npu_") or name.startswith("_npu_")):
+        raise _not_installed(f"torch_npu.{name}")
     raise AttributeError(f"module 'torch_npu' has no attribute '{name}'")
+
+
+def __dir__():
+    from ascend_compat.simulator.torch_npu import _op_registry
+
+    return sorted(set(globals()) | set(_op_registry.op_names()))
+
+
+def _op_names():
+    from ascend_compat.simulator.torch_npu import _op_registry
+
+    return _op_registry.op_names()

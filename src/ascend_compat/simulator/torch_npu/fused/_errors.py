@@ -7,28 +7,16 @@ greps these errors behaves as on the hardware.
 """
 from __future__ import annotations
 
-import os
-import time
-
 import torch
 
-_KINDS = {
-    "PARAM": ("001", "invalid parameter"),
-    "TYPE": ("002", "invalid type"),
-    "VALUE": ("003", "invalid value"),
-    "NOT_SUPPORT": ("007", "feature not supported"),
-}
+from ascend_compat.simulator import _error_code
 
 SUPPORTED_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def ops_error(kind: str = "PARAM") -> str:
-    """The suffix torch_npu appends to an OPS error of ``kind`` (PARAM/TYPE/VALUE/NOT_SUPPORT)."""
-    if os.environ.get("TORCH_NPU_COMPACT_ERROR_OUTPUT") == "1":
-        return ""
-    code, text = _KINDS[kind]
-    stamp = time.strftime("%Y-%m-%d-%H:%M:%S")
-    return f"\n[ERROR] {stamp} (PID:{os.getpid()}, Device:-1, RankID:-1) ERR01{code} OPS {text}"
+    """The suffix torch_npu's C++ ``OPS_ERROR(ErrCode::<kind>)`` appends (PARAM/TYPE/VALUE/NOT_SUPPORT)."""
+    return _error_code.cpp_error("OPS", kind)
 
 
 def check(cond: bool, message: str, kind: str = "PARAM") -> None:

@@ -82,3 +82,23 @@ def npu_fast_gelu(self: torch.Tensor) -> torch.Tensor:
 def fast_gelu(self: torch.Tensor) -> torch.Tensor:
     """``torch_npu.fast_gelu``: same computation as :func:`npu_fast_gelu`."""
     return npu_fast_gelu(self)
+
+
+def npu_clipped_swiglu(x: torch.Tensor, *, group_index=None, dim: int = -1, alpha: float = 1.702,
+                       limit: float = 7.0, bias: float = 1.0, interleaved: bool = True) -> torch.Tensor:
+    """``torch_npu.npu_clipped_swiglu``: split ``dim`` into A, B (odd/even when ``interleaved``, else
+    halves); ``A = min(A, limit)``, ``B = clamp(B, ±limit)``; ``A·sigmoid(alpha·A)·(B + bias)``. With
+    ``group_index`` only the first ``sum(group_index)`` rows (of the axes before ``dim``) are computed,
+    the rest of the output is zero."""
+    op = "npu_clipped_swiglu"
+    check_float_dtype(op, "x", x)
+    check(x.dim() > 1 and x.shape[dim] % 2 == 0, f"{op}: x must have >1 dims and an even size on dim {dim}.")
+    d = dim % x.dim()
+    a, b = (x.unflatten(d, (-1, 2)).unbind(d + 1) if interleaved else x.chunk(2, d))
+    a32, b32 = a.float().clamp(max=limit), b.float().clamp(-limit, limit)
+    y = a32 * torch.sigmoid(alpha * a32) * (b32 + bias)
+    if group_index is not None:
+        keep = int(group_index.sum())
+        rows = torch.arange(y.shape[:d].numel(), device=y.device).reshape(y.shape[:d] + (1,) * (y.dim() - d))
+        y = y * (rows < keep)
+    return y.to(x.dtype)

@@ -247,3 +247,45 @@ def npu_fused_infer_attention_score(query, key, value, *, pse_shift=None, atten_
     if softmax_lse_flag:
         return out, lse.float()
     return out, torch.zeros(1, dtype=torch.float32, device=query.device)
+
+
+def npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, key_rope=None, pse_shift=None,
+                                       atten_mask=None, actual_seq_qlen=None, actual_seq_kvlen=None,
+                                       block_table=None, dequant_scale_query=None, dequant_scale_key=None,
+                                       dequant_offset_key=None, dequant_scale_value=None, dequant_offset_value=None,
+                                       dequant_scale_key_rope=None, quant_scale_out=None, quant_offset_out=None,
+                                       quant_scale_p=None, learnable_sink=None, num_query_heads=1,
+                                       num_key_value_heads=0, softmax_scale=1.0, pre_tokens=2147483647,
+                                       next_tokens=2147483647, input_layout="BSH", sparse_mode=0, block_size=0,
+                                       query_quant_mode=0, key_quant_mode=0, value_quant_mode=0, inner_precise=0,
+                                       return_softmax_lse=False, query_dtype=None, key_dtype=None, value_dtype=None,
+                                       query_rope_dtype=None, key_rope_dtype=None, key_shared_prefix_dtype=None,
+                                       value_shared_prefix_dtype=None, dequant_scale_query_dtype=None,
+                                       dequant_scale_key_dtype=None, dequant_scale_value_dtype=None,
+                                       dequant_scale_key_rope_dtype=None, out_dtype=None, **more):
+    """``torch_npu.npu_fused_infer_attention_score_v2``: the v1 computation under v2's argument names
+    (``num_query_heads``, ``softmax_scale``, ``actual_seq_qlen``/``actual_seq_kvlen``,
+    ``return_softmax_lse``); quantisation, sinks, MLA rope and paged caches are not implemented."""
+    op = "npu_fused_infer_attention_score_v2"
+    extra = {k for k, v in more.items() if v is not None and v is not False and v != 0}
+    if any(v is not None for v in (dequant_scale_query, dequant_scale_key, dequant_offset_key, dequant_scale_value,
+                                   dequant_offset_value, dequant_scale_key_rope, quant_scale_out, quant_offset_out,
+                                   quant_scale_p)) or extra:
+        raise not_supported(op, "quantisation parameters" + (f" / {sorted(extra)}" if extra else ""))
+    if learnable_sink is not None:
+        raise not_supported(op, "learnable_sink")
+    if query_rope is not None or key_rope is not None:
+        raise not_supported(op, "MLA rope inputs (query_rope/key_rope)")
+    if block_table is not None:
+        raise not_supported(op, "paged KV cache (block_table)")
+    out, lse = _infer(op, query, key, value, num_heads=num_query_heads, num_kv_heads=num_key_value_heads,
+                      scale=softmax_scale, pre=pre_tokens, nxt=next_tokens, layout=input_layout, atten_mask=atten_mask,
+                      pse_shift=pse_shift, q_lens=int_list(op, "actual_seq_qlen", actual_seq_qlen),
+                      kv_lens=int_list(op, "actual_seq_kvlen", actual_seq_kvlen), sparse_mode=sparse_mode)
+    if out_dtype is not None:
+        from ascend_compat.simulator.torch_npu.fused.quant import _dtype
+
+        out = out.to(_dtype(out_dtype, out.dtype))
+    if return_softmax_lse:
+        return out, lse.float()
+    return out, torch.zeros(1, dtype=torch.float32, device=query.device)

@@ -25,7 +25,7 @@ def _check(op: str, x: torch.Tensor, gamma: torch.Tensor, min_dim: int) -> int:
     check(1 <= g <= x.dim() and tuple(gamma.shape) == tuple(x.shape[x.dim() - g:]),
           f"{op}: gamma shape {list(gamma.shape)} must equal the trailing dims of the input {list(x.shape)}.")
     check(x.device == gamma.device, "Expected all tensors to be on the same device. Expected NPU tensor, please "
-                                    "check whether the input tensor device is correct.")
+                                    "check whether the input tensor device is correct.", "TYPE")
     return g
 
 

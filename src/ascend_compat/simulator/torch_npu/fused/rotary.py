@@ -85,3 +85,14 @@ def npu_apply_rotary_pos_emb(query: torch.Tensor, key: torch.Tensor, cos: torch.
         x = t.float()
         t.copy_((x * c + _rotate(x, "half") * s).to(t.dtype))
     return query, key
+
+
+def npu_interleave_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """``torch_npu.npu_interleave_rope`` (DeepSeek MLA): de-interleave the last axis (even then odd
+    elements), then ``x·cos + rotate_half(x)·sin``, computed in float32."""
+    op = "npu_interleave_rope"
+    check_float_dtype(op, "x", x)
+    check(x.dim() == 4 and x.shape[-1] % 2 == 0, f"{op}: x must be 4D with an even last dimension.")
+    d = x.shape[-1]
+    xi = x.float().unflatten(-1, (d // 2, 2)).transpose(-1, -2).reshape(x.shape)
+    return (xi * cos.float() + _rotate(xi, "half") * sin.float()).to(x.dtype)

@@ -76,7 +76,7 @@ def parse_capability(env_value: Optional[str]) -> Optional[Tuple[int, int]]:
 
 
 def _state():
-    from .. import _state as state
+    from ascend_compat.simulator import _state as state
 
     return state
 

@@ -25,7 +25,7 @@ from ._errors import pta_error, unsupported
 
 
 def _mem():
-    from .. import _memory
+    from ascend_compat.simulator import _memory
 
     return _memory
 

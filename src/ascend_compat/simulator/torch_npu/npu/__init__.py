@@ -140,12 +140,9 @@ def build_npu_module(torch_npu_version: Optional[str] = None) -> types.ModuleTyp
         setattr(m, name, getattr(_device, name))
     m._get_device = lambda d: torch.device(d) if isinstance(d, str) else (torch.device("npu", d) if isinstance(d, int) else d)
     m._simulated = True
-    try:
-        from ascend_compat.simulator import _rng
+    from ascend_compat.simulator import _rng
 
-        m.Generator = getattr(_rng, "GeneratorFactory", None) or getattr(_rng, "NPUGenerator")
-    except Exception:  # the core is not importable: leave Generator out rather than lie
-        pass
+    m.Generator = _rng.GeneratorFactory
 
     def __getattr__(name: str):
         if name == "default_generators":

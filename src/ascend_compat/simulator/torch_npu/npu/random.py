@@ -14,7 +14,7 @@ from . import device as _dev
 
 
 def _rng():
-    from .. import _rng
+    from ascend_compat.simulator import _rng
 
     return _rng
 
