@@ -354,6 +354,9 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     cpu_pos = plan.cpu_pos
     cargs = [_convert(a, conv, i in tpos, (allow and isinstance(a, (list, tuple))) or i in cpu_pos, i in written)
              for i, a in enumerate(args)]
+    out_kws = plan.out_kws
+    if out_kws:
+        _check_out_devices(out_kws, kwargs, conv)
     if kwargs:
         tkw = plan.tensor_kw
         ckwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
@@ -374,10 +377,44 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         else:
             res = plan.call(*cargs, **ckwargs)
     except RuntimeError as exc:
-        if _NOT_RESIZABLE not in str(exc) or not plan.out_kws:
+        if _NOT_RESIZABLE not in str(exc) or not out_kws:
             raise
         return _retry_out(plan, args, kwargs, cargs, ckwargs, index)
+    if out_kws:
+        _sync_out_geometry(out_kws, kwargs, ckwargs)
     return _wrap_out(res, index, plan, args, kwargs)
+
+
+def out_device_error(device) -> RuntimeError:
+    """torch_npu's refusal of an ``out=`` tensor that is not on the NPU (``OpPreparation::check_tensor``,
+    OPS_ERROR(ErrCode::PARAM))."""
+    return RuntimeError(f"output with device {device} doesn't match the desired device NPU"
+                        + _state._err_suffix("ERR01001", "OPS invalid parameter"))
+
+
+def _check_out_devices(out_kws, kwargs, conv: _Conv):
+    """Refuse a CPU ``out=`` tensor (any dim: the 0-dim exemption is for inputs) once an npu input
+    is known; the inputs were converted before, so ``conv.index`` says whether there is one."""
+    if conv.index is None:
+        return
+    for k in out_kws:
+        v = kwargs.get(k)
+        for t in ((v,) if isinstance(v, _Tensor) else (v or ())):
+            if isinstance(t, _Tensor) and t.is_cpu:
+                raise out_device_error(t.device)
+
+
+def _sync_out_geometry(out_kws, kwargs, ckwargs):
+    """Give each npu ``out=`` tensor the geometry the CPU kernel gave its host alias (torch's
+    ``resize_output`` and the structured kernels' restriding happen on the alias; the alias
+    starts at the tensor's first element, so its storage offset is relative to that)."""
+    for k in out_kws:
+        dev, host = kwargs.get(k), ckwargs.get(k)
+        pairs = ((dev, host),) if isinstance(dev, _Tensor) else zip(dev or (), host or ())
+        for d, h in pairs:
+            if (isinstance(d, _Tensor) and d.device.type == _NPU and isinstance(h, _Tensor)
+                    and (h.shape != d.shape or h.stride() != d.stride() or h.storage_offset())):
+                _memory.restride(d, h.shape, h.stride(), d.storage_offset() + h.storage_offset())
 
 
 def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
@@ -396,7 +433,7 @@ def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
         pairs = [(dst, src)] if isinstance(dst, _Tensor) else list(zip(dst, src))
         for d, s in pairs:
             if d.device.type == _NPU:
-                torch.ops.aten.resize_.default(d, s.shape)
+                _memory.restride(d, s.shape, s.stride(), d.storage_offset())
                 _retag(d, _KDL_CPU, 0).copy_(s)
             else:
                 d.resize_(s.shape).copy_(s)

@@ -372,6 +372,30 @@ def to_device(cpu_tensor: torch.Tensor, index: int) -> torch.Tensor:
     return adopt(cpu_tensor, index)
 
 
+_SET_STORAGE = torch.ops.aten.set_.source_Storage_storage_offset.redispatch
+_SET_WHOLE = torch.ops.aten.set_.source_Storage.redispatch
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def restride(t: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    """Give npu tensor ``t`` the geometry ``(size, stride, offset)`` in place (``resize_``,
+    ``out=`` results): within its storage by re-pointing metadata; beyond it, new device storage
+    holding the old bytes is allocated (DLPack storage cannot grow) and ``t`` is re-pointed at it."""
+    size, stride = tuple(size), tuple(stride)
+    needed = 0
+    if all(s > 0 for s in size):
+        needed = (sum((s - 1) * st for s, st in zip(size, stride)) + 1 + offset) * t.element_size()
+    storage = t.untyped_storage()
+    if needed <= storage.nbytes():
+        return _SET_STORAGE(_CPU_KS, t, storage, offset, size, stride)
+    new = allocate((needed,), None, torch.uint8, t.device.index)
+    old = storage.nbytes()
+    if old:
+        whole_old = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, t.device.index), storage)
+        host_alias(new)[:old].copy_(host_alias(whole_old)[:old])
+    return _SET_STORAGE(_CPU_KS, t, new.untyped_storage(), offset, size, stride)
+
+
 # --- statistics (torch.cuda.memory_stats-style) ----------------------------------------------
 
 def memory_stats(index: int) -> dict:

@@ -107,28 +107,7 @@ def _resize(op, self, size, memory_format=None):
         stride = torch.empty(size, device="meta", memory_format=memory_format).stride()
     else:
         stride = torch.empty(size, device="meta").stride()
-    needed = 0
-    if all(s > 0 for s in size):
-        needed = (sum((s - 1) * st for s, st in zip(size, stride)) + 1 + self.storage_offset()) * self.element_size()
-    storage = self.untyped_storage()
-    if needed <= storage.nbytes():
-        return aten.set_.source_Storage_storage_offset.redispatch(
-            _CPU_KS, self, storage, self.storage_offset(), size, stride)
-    # grow: new device storage holding the old bytes, then re-point the tensor at it
-    new = _memory.allocate((needed,), None, torch.uint8, self.device.index)
-    old = storage.nbytes()
-    if old:
-        host_new = _memory.host_alias(new)
-        whole_old = aten.set_.source_Storage.redispatch(_CPU_KS, _byte_view(self), storage)
-        host_old = _memory.host_alias(whole_old)
-        host_new[:old].copy_(host_old[:old])
-    return aten.set_.source_Storage_storage_offset.redispatch(
-        _CPU_KS, self, new.untyped_storage(), self.storage_offset(), size, stride)
-
-
-def _byte_view(t):
-    """A fresh uint8 npu tensor object we can point at ``t``'s storage (no allocation)."""
-    return _memory.allocate((0,), None, torch.uint8, t.device.index)
+    return _memory.restride(self, size, stride, self.storage_offset())
 
 
 def _efficient_zero_tensor(op, size, dtype=None, layout=None, device=None, pin_memory=None):
