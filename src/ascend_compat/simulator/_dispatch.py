@@ -50,7 +50,7 @@ class Plan:
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results")
+                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
@@ -76,6 +76,7 @@ class Plan:
                                      if a.alias_info is not None and a.alias_info.is_write)
         self.tensor_kw = tuple(a.name for a in kw_args if str(a.type) in _TENSOR_TYPES)
         self.out_kws = tuple(a.name for a in kw_args if a.alias_info is not None and a.alias_info.is_write)
+        self.writes = bool(self.written_pos or self.out_kws)
         # return i -> ("pos", j) / ("kw", name) of the argument it aliases (mutable returns)
         alias_of = []
         for r in rets:
@@ -367,6 +368,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     index = conv.index
     if index is None:
         index = _state.current_device()
+    if plan.writes:
+        _share_aliased_storages(args, kwargs, cargs, ckwargs)
     if plan.gen_pos is not None and plan.gen_pos < len(cargs):
         cargs[plan.gen_pos] = _rng.check_generator(cargs[plan.gen_pos], index)
     elif plan.gen_kw is not None:
@@ -383,6 +386,34 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     if out_kws:
         _sync_out_geometry(out_kws, kwargs, ckwargs)
     return _wrap_out(res, index, plan, args, kwargs)
+
+
+def _share_aliased_storages(args, kwargs, cargs, ckwargs):
+    """For an op that writes an argument: npu arguments that are views of one device storage get
+    host aliases on one host storage (``_memory.shared_host_aliases``), so the CPU kernel's own
+    overlap checks raise torch's "unsupported operation: some elements of the input tensor and the
+    written-to tensor refer to a single memory location" as on CPU/CUDA (and torch_npu, whose
+    kernels run ``CheckMemoryOverLaps``)."""
+    slots = []  # (container, key, device tensor)
+    for i, a in enumerate(args):
+        if isinstance(a, _Tensor):
+            slots.append((cargs, i, a))
+        elif isinstance(a, (list, tuple)) and isinstance(cargs[i], list):
+            slots.extend((cargs[i], j, t) for j, t in enumerate(a) if isinstance(t, _Tensor))
+    for k, v in kwargs.items():
+        if isinstance(v, _Tensor):
+            slots.append((ckwargs, k, v))
+    if len(slots) < 2:
+        return
+    groups: dict = {}
+    for slot in slots:
+        t = slot[2]
+        if t.device.type == _NPU:
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(slot)
+    for group in groups.values():
+        if len(group) > 1 and group[0][2].untyped_storage().nbytes():
+            for (container, key, _), host in zip(group, _memory.shared_host_aliases([g[2] for g in group])):
+                container[key] = host
 
 
 def out_device_error(device) -> RuntimeError:

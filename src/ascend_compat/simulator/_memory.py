@@ -396,6 +396,18 @@ def restride(t: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
     return _SET_STORAGE(_CPU_KS, t, new.untyped_storage(), offset, size, stride)
 
 
+def shared_host_aliases(ts) -> list:
+    """CPU aliases of npu tensors ``ts`` (all views of one device storage) on *one* host storage,
+    so torch's CPU overlap checks (``assert_no_overlap``, TensorIterator's partial-overlap check)
+    see that they alias: separate retags would each get a storage of their own. Lazy conj/neg
+    bits are kept."""
+    first = ts[0]
+    whole = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, first.device.index), first.untyped_storage())
+    storage = _retag(whole, KDL_CPU, 0).untyped_storage()
+    return [_lazy_bits(t, torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride()))
+            for t in ts]
+
+
 # --- statistics (torch.cuda.memory_stats-style) ----------------------------------------------
 
 def memory_stats(index: int) -> dict:
