@@ -41,19 +41,40 @@ _CPU_RESULTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
 _EXTRA_VIEWS = frozenset({"aten::_unsafe_view", "aten::set_", "aten::lift_fresh"})
 _NOT_RESIZABLE = "not resizable"
 
-_plans: dict = {}
+_plans: dict = {}  # (op, mode) -> Plan, for the current epoch
+#: bumped (and the cache cleared) whenever something a Plan is computed from changes: the
+#: ``SPECIAL`` table (:func:`register_special`) or the native-op table (``_fallback.init``).
+#: Kernels holding a plan re-plan when its epoch is stale.
+_epoch = 0
+
+
+def invalidate_plans() -> None:
+    """Forget every plan: the next call of each op plans again from the current state."""
+    global _epoch
+    _epoch += 1
+    _plans.clear()
 
 
 class Plan:
-    """Per-OpOverload facts the generic kernel needs."""
+    """Per-OpOverload facts the generic kernel needs.
+
+    A plan is computed from: the op's schema and tags, ``mode`` (how torch_npu reaches the op,
+    see ``_fallback.fallback_name``), the ``SPECIAL`` table, the native-op table of the emulated
+    torch_npu version (which ops fall back) and the float64 refusal table (static data). It is
+    cached under ``(op, mode)`` for one :data:`_epoch`; everything else that changes what an op
+    does is read per call (the float64 mode by the ``f64_check``, ``TORCH_NPU_FALLBACK_CPU_DISABLE``
+    by ``_fallback.hit``) or replaces the kernel around the plan (``faults``, ``numerics``).
+    """
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes")
+                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
+        self.mode = mode
+        self.epoch = _epoch
         self.call = op._op
         self.redispatch = op._handle.redispatch_boxed
         schema = op._schema
@@ -125,9 +146,17 @@ class Plan:
         self.fast_lists = self.lists and self.fallback is None
 
 
-#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled by ``_special_ops`` when it
-#: loads (it builds on this module, so this module never imports it)
+#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled through
+#: :func:`register_special` by ``_special_ops`` when it loads (it builds on this module, so this
+#: module never imports it)
 SPECIAL: dict = {}
+
+
+def register_special(table: dict) -> None:
+    """Add ``{"aten::name[.overload]": fn(op, *args, **kwargs)}`` entries to ``SPECIAL`` (plans
+    made before are forgotten)."""
+    SPECIAL.update(table)
+    invalidate_plans()
 
 
 def special_kernel(op):
@@ -146,10 +175,12 @@ def is_view_op(op) -> bool:
 
 
 def plan_for(op, mode: str = "plain") -> Plan:
-    """The cached :class:`Plan` of ``op`` (``mode``: see ``_fallback.fallback_name``)."""
-    plan = _plans.get(op)
+    """The :class:`Plan` of ``op`` reached as ``mode`` (see ``_fallback.fallback_name``), cached
+    under ``(op, mode)`` until :func:`invalidate_plans`."""
+    key = (op, mode)
+    plan = _plans.get(key)
     if plan is None:
-        plan = _plans[op] = Plan(op, mode)
+        plan = _plans[key] = Plan(op, mode)
     return plan
 
 
@@ -487,7 +518,7 @@ def call_on_host(op, args, kwargs=None, index: Optional[int] = None):
 
 def boxed_fallback(op, *args, **kwargs):
     """The PrivateUse1 backend fallback kernel registered with ``Library("_", "IMPL").fallback``."""
-    plan = _plans.get(op)
+    plan = _plans.get((op, "plain"))
     if plan is None:
         plan = plan_for(op)
     return run(plan, args, kwargs)
@@ -502,7 +533,7 @@ def direct_kernel(op, mode: str = "plain"):
 
     def kernel(*args, **kwargs):
         nonlocal plan
-        if plan is None:
+        if plan is None or plan.epoch != _epoch:
             plan = plan_for(op, mode)
         if plan.fast:
             return _fast(plan, args, kwargs)  # one Python frame less on the hot path
@@ -512,3 +543,6 @@ def direct_kernel(op, mode: str = "plain"):
 
     kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"
     return kernel
+
+
+_fallback.on_table_change(invalidate_plans)

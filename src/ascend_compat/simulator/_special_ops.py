@@ -375,7 +375,7 @@ TABLE = {
     "aten::batch_norm_backward_reduce": _batch_norm_backward_reduce,
     "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
-_dispatch.SPECIAL.update(TABLE)
+_dispatch.register_special(TABLE)
 
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
 DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",
