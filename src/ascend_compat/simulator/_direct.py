@@ -126,6 +126,11 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
     ``native``: the emulated torch_npu version's native-op names (empty: no table).
     """
     count = 0
+    for qualname, fn in _special_ops.DIRECT_ALLOCATION.items():
+        name, _, overload = qualname.partition(".")
+        lib.impl(getattr(getattr(torch.ops.aten, name), overload or "default"), functools.partial(fn, None),
+                 "PrivateUse1")
+        count += 1
     for name in _special_ops.DIRECT:
         packet = getattr(torch.ops.aten, name)
         for overload in packet.overloads():

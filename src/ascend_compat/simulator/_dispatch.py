@@ -69,7 +69,8 @@ class Plan:
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode")
+                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode",
+                 "inplace", "may_resize", "fast_inplace")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
@@ -144,6 +145,15 @@ class Plan:
                       and self.returns_alias is None
                       and (not rets or (len(rets) == 1 and str(rets[0].type) == "List[Tensor]")))
         self.fast_lists = self.lists and self.fallback is None
+        # the in-place shape (add_, mul_, zero_, fill_, normal_, uniform_...): writes its first
+        # argument only and returns it; no device/list arguments; a generator is allowed
+        self.may_resize = "resize" in base
+        self.inplace = (self.kind == "compute" and self.f64_check is None and not self.seeded_no_gen
+                        and self.written_pos == frozenset({0}) and not self.out_kws
+                        and self.returns_alias == (("pos", 0),) and self.single_tensor_return
+                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
+                        and not self.cpu_pos and not any(str(a.type) in _LIST_TYPES for a in args))
+        self.fast_inplace = self.inplace and self.fallback is None
 
 
 #: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled through
@@ -339,6 +349,50 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
     return res
 
 
+def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
+    """The generic path for ``plan.inplace`` ops on an npu ``self``; None (nothing done) when
+    another npu argument shares ``self``'s storage: :func:`run`'s general path then lets the CPU
+    kernel see the aliasing."""
+    cargs = list(args)
+    # the allocation's own host tensor unless the kernel may resize self (resize_as_)
+    cargs[0], index = _host_arg(self, None, plan.may_resize)
+    tpos = plan.tensor_pos
+    ptr = None
+    for i in range(1, len(args)):
+        a = args[i]
+        if isinstance(a, _Tensor):
+            if not a.is_cpu:
+                if ptr is None:
+                    ptr = self.untyped_storage().data_ptr()
+                if a.untyped_storage().data_ptr() == ptr:
+                    return None
+            cargs[i], index = _host_arg(a, index, False)
+        elif i in tpos and isinstance(a, (int, float, bool, complex)):
+            cargs[i] = torch.tensor(a)
+    gen_pos, gen_kw = plan.gen_pos, plan.gen_kw
+    if gen_pos is not None:
+        if gen_pos < len(cargs):
+            cargs[gen_pos] = _rng.check_generator(cargs[gen_pos], index)
+        else:
+            gen_kw = plan.op._schema.arguments[gen_pos].name
+    if kwargs or gen_kw is not None:
+        ckwargs = {}
+        for k, v in kwargs.items():
+            if isinstance(v, _Tensor):
+                if not v.is_cpu and v.untyped_storage().data_ptr() == self.untyped_storage().data_ptr():
+                    return None
+                v, index = _host_arg(v, index, False)
+            elif k in plan.tensor_kw and isinstance(v, (int, float, bool, complex)):
+                v = torch.tensor(v)
+            ckwargs[k] = v
+        if gen_kw is not None:
+            ckwargs[gen_kw] = _rng.check_generator(kwargs.get(gen_kw), index)
+        plan.call(*cargs, **ckwargs)
+    else:
+        plan.call(*cargs)
+    return self
+
+
 def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
     """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family).
 
@@ -379,6 +433,12 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         return _fast(plan, args, kwargs)
     if plan.lists:
         return _fast_lists(plan, args, kwargs)
+    if plan.inplace:
+        self = args[0] if args else None
+        if isinstance(self, _Tensor) and self.device.type == _NPU:
+            res = _fast_inplace(plan, self, args, kwargs)
+            if res is not None:
+                return res
     conv = _Conv()
     allow = plan.allow_cpu_list
     tpos = plan.tensor_pos
@@ -521,6 +581,10 @@ def boxed_fallback(op, *args, **kwargs):
     plan = _plans.get((op, "plain"))
     if plan is None:
         plan = plan_for(op)
+    if plan.fast_inplace and args and isinstance(args[0], _Tensor) and args[0].device.type == _NPU:
+        res = _fast_inplace(plan, args[0], args, kwargs)  # normal_, uniform_, zero_, fill_ (randn, zeros)
+        if res is not None:
+            return res
     return run(plan, args, kwargs)
 
 

@@ -28,12 +28,18 @@ aten = torch.ops.aten
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 
 
+_current_device = _state.current_device
+
+
 def _device_index(device) -> int:
     if device is None:
-        return _state.current_device()
-    index = device.index if isinstance(device, torch.device) else None
-    if index is not None and 0 <= index < _state.visible_device_count():
-        return index  # the common case, without check_index's parsing
+        return _current_device()
+    if device.__class__ is torch.device:
+        index = device.index
+        if index is None:
+            return _current_device()  # "npu": the current device, without check_index's parsing
+        if 0 <= index < _state.visible_device_count():
+            return index
     return _state.check_index(device)
 
 
@@ -376,6 +382,10 @@ TABLE = {
     "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
 _dispatch.register_special(TABLE)
+
+#: allocation kernels registered on PrivateUse1 as themselves (no plan, no boxed fallback: the
+#: allocation path costs about one small op; torch_npu registers both natively)
+DIRECT_ALLOCATION = {"empty.memory_format": _empty, "empty_strided": _empty_strided}
 
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
 DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",
