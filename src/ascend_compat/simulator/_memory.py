@@ -77,6 +77,12 @@ def _first_allocation() -> None:
 
     if not simulator.is_installed():
         return
+    from ascend_compat.simulator import _state
+
+    # torch_npu sets the current device when it initialises: with no visible device
+    # (ASCEND_RT_VISIBLE_DEVICES empty, duplicated "0,0" or descending ids, which torch_npu's
+    # device_count() counts as 0) that fails, so nothing can be allocated either
+    _state.check_index(_state.current_device())
     lazy_init = getattr(getattr(torch, "npu", None), "_lazy_init", None)
     if lazy_init is not None:
         lazy_init()
