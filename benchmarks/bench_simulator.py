@@ -1,6 +1,6 @@
 """Simulated NPU vs CPU: per small op, a small-MLP AdamW step, a small-CNN step.
 
-Run: ``python benchmarks/bench_simulator.py [--repeat N] [--autograd-threads caller|device]``. Prints
+Run: ``python benchmarks/bench_simulator.py [--repeat N] [--autograd-threads caller|device] [--clock wall|cpu]``. Prints
 measured numbers and the targets (<= 20 us per small op, <= 3x CPU on the MLP step, <= 1.5x CPU on the
 CNN step, allocations - ``empty``/``randn``/``zeros`` on the device, ``x.to(device)`` of a 16-element host
 tensor - <= 2x a small device op). Single-threaded torch, best of several runs, so numbers are comparable across machines with
@@ -18,6 +18,9 @@ from torch import nn
 from ascend_compat import simulator
 
 
+_clock = time.perf_counter
+
+
 def _best_pair(cpu_fn, npu_fn, number: int, repeat: int):
     """Best mean seconds per call of each function over ``repeat`` rounds of ``number`` calls.
 
@@ -28,10 +31,10 @@ def _best_pair(cpu_fn, npu_fn, number: int, repeat: int):
     best = [float("inf"), float("inf")]
     for _ in range(repeat):
         for i, fn in enumerate((cpu_fn, npu_fn)):
-            t0 = time.perf_counter()
+            t0 = _clock()
             for _ in range(number):
                 fn()
-            best[i] = min(best[i], (time.perf_counter() - t0) / number)
+            best[i] = min(best[i], (_clock() - t0) / number)
     return best
 
 
@@ -90,12 +93,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="runs per measurement (best is kept)")
     parser.add_argument("--autograd-threads", choices=("caller", "device"), default="caller",
                         help="where npu backward runs (simulator.install(autograd_threads=...))")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall: elapsed time; cpu: this process's CPU time (robust when other processes "
+                             "compete for the cores; torch runs single-threaded here)")
     args = parser.parse_args(argv)
+    global _clock
+    _clock = time.perf_counter if args.clock == "wall" else time.process_time
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     simulator.install(autograd_threads=args.autograd_threads)
     install_s = time.perf_counter() - t0
     print(f"torch {torch.__version__}, simulator install {install_s * 1e3:.0f} ms, 1 thread, best of {args.repeat}, "
+          f"{args.clock} clock, "
           f"npu backward on the {args.autograd_threads} thread{'s' if args.autograd_threads == 'device' else ''}")
     print(f"{'measurement':<22}{'cpu':>12}{'npu (sim)':>12}{'ratio':>8}  target")
     cpu_ops, npu_ops = _ops("cpu"), _ops("npu")
