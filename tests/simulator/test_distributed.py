@@ -249,3 +249,34 @@ def test_sync_batchnorm_two_ranks_match_cpu_batchnorm_over_both_batches(guard_bu
     # weight/bias gradients stay local in SyncBatchNorm (DDP all-reduces them): they sum to CPU's
     torch.testing.assert_close(sum(torch.tensor(rep["weight_grad"]) for rep in reports), ref.weight.grad)
     torch.testing.assert_close(sum(torch.tensor(rep["bias_grad"]) for rep in reports), ref.bias.grad)
+
+
+def _tp_reference():
+    """The unsharded attention block of ``scripts/dist_tp_sdpa.py`` on the CPU: output, loss, wq grad."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dist_tp_sdpa", SCRIPTS / "dist_tp_sdpa.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import torch
+
+    torch.manual_seed(0)
+    model = mod.Attention()
+    out = model(mod.make_input())
+    loss = out.square().mean()
+    loss.backward()
+    return out.detach(), loss.item(), model.wq.weight.grad
+
+
+def test_tensor_parallel_attention_with_sdpa_two_ranks_match_cpu(guard_built, tmp_path):
+    """torchrun --nproc-per-node=2: q/k/v column-parallel, output row-parallel over an npu device mesh
+    (DTensor parameters, the FSDP2 + tensor-parallel Llama layout), SDPA on each rank's heads."""
+    import torch
+
+    reports = torchrun("dist_tp_sdpa.py", tmp_path, "local")
+    out, loss, grad = _tp_reference()
+    for rep in reports:
+        assert rep["out_device"] == f"npu:{rep['rank']}"
+        assert torch.allclose(torch.tensor(rep["out"]), out, atol=1e-5)
+        assert abs(rep["loss"] - loss) < 1e-5
+        assert torch.allclose(torch.tensor(rep["wq_grad"]), grad, atol=1e-5)

@@ -125,3 +125,21 @@ def test_refuses_when_a_self_check_fails():
             print("REFUSED|" + str(e))
     """))
     assert "REFUSED|" in out and "DLPack" in out
+
+
+def test_install_leaves_the_memory_statistics_of_every_device_at_zero():
+    """The install self-checks allocate on npu:0; the user's statistics start at zero as in a fresh
+    torch_npu process (``max_memory_allocated()`` was 1024 before)."""
+    out = check(run_python("""
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        stats = torch.npu.memory_stats()
+        print(torch.npu.max_memory_allocated(), torch.npu.memory_allocated(), torch.npu.max_memory_reserved(),
+              stats["allocation.all.allocated"], stats["allocated_bytes.all.peak"], stats["requested_bytes.all.peak"])
+        x = torch.ones(256, device="npu")
+        print(torch.npu.max_memory_allocated())
+    """))
+    first, second = out.splitlines()
+    assert first.split() == ["0"] * 6
+    assert int(second) == 1536  # 1 KiB + 32, rounded to 512-byte blocks: only the user's tensor

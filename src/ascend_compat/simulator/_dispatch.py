@@ -41,19 +41,41 @@ _CPU_RESULTS = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
 _EXTRA_VIEWS = frozenset({"aten::_unsafe_view", "aten::set_", "aten::lift_fresh"})
 _NOT_RESIZABLE = "not resizable"
 
-_plans: dict = {}
+_plans: dict = {}  # (op, mode) -> Plan, for the current epoch
+#: bumped (and the cache cleared) whenever something a Plan is computed from changes: the
+#: ``SPECIAL`` table (:func:`register_special`) or the native-op table (``_fallback.init``).
+#: Kernels holding a plan re-plan when its epoch is stale.
+_epoch = 0
+
+
+def invalidate_plans() -> None:
+    """Forget every plan: the next call of each op plans again from the current state."""
+    global _epoch
+    _epoch += 1
+    _plans.clear()
 
 
 class Plan:
-    """Per-OpOverload facts the generic kernel needs."""
+    """Per-OpOverload facts the generic kernel needs.
+
+    A plan is computed from: the op's schema and tags, ``mode`` (how torch_npu reaches the op,
+    see ``_fallback.fallback_name``), the ``SPECIAL`` table, the native-op table of the emulated
+    torch_npu version (which ops fall back) and the float64 refusal table (static data). It is
+    cached under ``(op, mode)`` for one :data:`_epoch`; everything else that changes what an op
+    does is read per call (the float64 mode by the ``f64_check``, ``TORCH_NPU_FALLBACK_CPU_DISABLE``
+    by ``_fallback.hit``) or replaces the kernel around the plan (``faults``, ``numerics``).
+    """
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results")
+                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode",
+                 "inplace", "may_resize", "fast_inplace")
 
     def __init__(self, op, mode: str = "plain"):
         self.op = op
+        self.mode = mode
+        self.epoch = _epoch
         self.call = op._op
         self.redispatch = op._handle.redispatch_boxed
         schema = op._schema
@@ -76,6 +98,7 @@ class Plan:
                                      if a.alias_info is not None and a.alias_info.is_write)
         self.tensor_kw = tuple(a.name for a in kw_args if str(a.type) in _TENSOR_TYPES)
         self.out_kws = tuple(a.name for a in kw_args if a.alias_info is not None and a.alias_info.is_write)
+        self.writes = bool(self.written_pos or self.out_kws)
         # return i -> ("pos", j) / ("kw", name) of the argument it aliases (mutable returns)
         alias_of = []
         for r in rets:
@@ -122,11 +145,28 @@ class Plan:
                       and self.returns_alias is None
                       and (not rets or (len(rets) == 1 and str(rets[0].type) == "List[Tensor]")))
         self.fast_lists = self.lists and self.fallback is None
+        # the in-place shape (add_, mul_, zero_, fill_, normal_, uniform_...): writes its first
+        # argument only and returns it; no device/list arguments; a generator is allowed
+        self.may_resize = "resize" in base
+        self.inplace = (self.kind == "compute" and self.f64_check is None and not self.seeded_no_gen
+                        and self.written_pos == frozenset({0}) and not self.out_kws
+                        and self.returns_alias == (("pos", 0),) and self.single_tensor_return
+                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
+                        and not self.cpu_pos and not any(str(a.type) in _LIST_TYPES for a in args))
+        self.fast_inplace = self.inplace and self.fallback is None
 
 
-#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled by ``_special_ops`` when it
-#: loads (it builds on this module, so this module never imports it)
+#: op name (``aten::x`` or ``aten::x.overload``) -> its own kernel; filled through
+#: :func:`register_special` by ``_special_ops`` when it loads (it builds on this module, so this
+#: module never imports it)
 SPECIAL: dict = {}
+
+
+def register_special(table: dict) -> None:
+    """Add ``{"aten::name[.overload]": fn(op, *args, **kwargs)}`` entries to ``SPECIAL`` (plans
+    made before are forgotten)."""
+    SPECIAL.update(table)
+    invalidate_plans()
 
 
 def special_kernel(op):
@@ -145,10 +185,12 @@ def is_view_op(op) -> bool:
 
 
 def plan_for(op, mode: str = "plain") -> Plan:
-    """The cached :class:`Plan` of ``op`` (``mode``: see ``_fallback.fallback_name``)."""
-    plan = _plans.get(op)
+    """The :class:`Plan` of ``op`` reached as ``mode`` (see ``_fallback.fallback_name``), cached
+    under ``(op, mode)`` until :func:`invalidate_plans`."""
+    key = (op, mode)
+    plan = _plans.get(key)
     if plan is None:
-        plan = _plans[op] = Plan(op, mode)
+        plan = _plans[key] = Plan(op, mode)
     return plan
 
 
@@ -309,6 +351,50 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
     return res
 
 
+def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
+    """The generic path for ``plan.inplace`` ops on an npu ``self``; None (nothing done) when
+    another npu argument shares ``self``'s storage: :func:`run`'s general path then lets the CPU
+    kernel see the aliasing."""
+    cargs = list(args)
+    # the allocation's own host tensor unless the kernel may resize self (resize_as_)
+    cargs[0], index = _host_arg(self, None, plan.may_resize)
+    tpos = plan.tensor_pos
+    ptr = None
+    for i in range(1, len(args)):
+        a = args[i]
+        if isinstance(a, _Tensor):
+            if not a.is_cpu:
+                if ptr is None:
+                    ptr = self.untyped_storage().data_ptr()
+                if a.untyped_storage().data_ptr() == ptr:
+                    return None
+            cargs[i], index = _host_arg(a, index, False)
+        elif i in tpos and isinstance(a, (int, float, bool, complex)):
+            cargs[i] = torch.tensor(a)
+    gen_pos, gen_kw = plan.gen_pos, plan.gen_kw
+    if gen_pos is not None:
+        if gen_pos < len(cargs):
+            cargs[gen_pos] = _rng.check_generator(cargs[gen_pos], index)
+        else:
+            gen_kw = plan.op._schema.arguments[gen_pos].name
+    if kwargs or gen_kw is not None:
+        ckwargs = {}
+        for k, v in kwargs.items():
+            if isinstance(v, _Tensor):
+                if not v.is_cpu and v.untyped_storage().data_ptr() == self.untyped_storage().data_ptr():
+                    return None
+                v, index = _host_arg(v, index, False)
+            elif k in plan.tensor_kw and isinstance(v, (int, float, bool, complex)):
+                v = torch.tensor(v)
+            ckwargs[k] = v
+        if gen_kw is not None:
+            ckwargs[gen_kw] = _rng.check_generator(kwargs.get(gen_kw), index)
+        plan.call(*cargs, **ckwargs)
+    else:
+        plan.call(*cargs)
+    return self
+
+
 def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
     """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family).
 
@@ -349,6 +435,12 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         return _fast(plan, args, kwargs)
     if plan.lists:
         return _fast_lists(plan, args, kwargs)
+    if plan.inplace:
+        self = args[0] if args else None
+        if isinstance(self, _Tensor) and self.device.type == _NPU:
+            res = _fast_inplace(plan, self, args, kwargs)
+            if res is not None:
+                return res
     conv = _Conv()
     allow = plan.allow_cpu_list
     tpos = plan.tensor_pos
@@ -356,6 +448,9 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     cpu_pos = plan.cpu_pos
     cargs = [_convert(a, conv, i in tpos, (allow and isinstance(a, (list, tuple))) or i in cpu_pos, i in written)
              for i, a in enumerate(args)]
+    out_kws = plan.out_kws
+    if out_kws:
+        _check_out_devices(out_kws, kwargs, conv)
     if kwargs:
         tkw = plan.tensor_kw
         ckwargs = {k: _convert(v, conv, k in tkw, False) for k, v in kwargs.items()}
@@ -366,6 +461,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     index = conv.index
     if index is None:
         index = _state.current_device()
+    if plan.writes:
+        _share_aliased_storages(args, kwargs, cargs, ckwargs)
     if plan.gen_pos is not None and plan.gen_pos < len(cargs):
         cargs[plan.gen_pos] = _rng.check_generator(cargs[plan.gen_pos], index)
     elif plan.gen_kw is not None:
@@ -376,10 +473,72 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         else:
             res = plan.call(*cargs, **ckwargs)
     except RuntimeError as exc:
-        if _NOT_RESIZABLE not in str(exc) or not plan.out_kws:
+        if _NOT_RESIZABLE not in str(exc) or not out_kws:
             raise
         return _retry_out(plan, args, kwargs, cargs, ckwargs, index)
+    if out_kws:
+        _sync_out_geometry(out_kws, kwargs, ckwargs)
     return _wrap_out(res, index, plan, args, kwargs)
+
+
+def _share_aliased_storages(args, kwargs, cargs, ckwargs):
+    """For an op that writes an argument: npu arguments that are views of one device storage get
+    host aliases on one host storage (``_memory.shared_host_aliases``), so the CPU kernel's own
+    overlap checks raise torch's "unsupported operation: some elements of the input tensor and the
+    written-to tensor refer to a single memory location" as on CPU/CUDA (and torch_npu, whose
+    kernels run ``CheckMemoryOverLaps``)."""
+    slots = []  # (container, key, device tensor)
+    for i, a in enumerate(args):
+        if isinstance(a, _Tensor):
+            slots.append((cargs, i, a))
+        elif isinstance(a, (list, tuple)) and isinstance(cargs[i], list):
+            slots.extend((cargs[i], j, t) for j, t in enumerate(a) if isinstance(t, _Tensor))
+    for k, v in kwargs.items():
+        if isinstance(v, _Tensor):
+            slots.append((ckwargs, k, v))
+    if len(slots) < 2:
+        return
+    groups: dict = {}
+    for slot in slots:
+        t = slot[2]
+        if t.device.type == _NPU:
+            groups.setdefault(t.untyped_storage().data_ptr(), []).append(slot)
+    for group in groups.values():
+        if len(group) > 1 and group[0][2].untyped_storage().nbytes():
+            for (container, key, _), host in zip(group, _memory.shared_host_aliases([g[2] for g in group])):
+                container[key] = host
+
+
+def out_device_error(device) -> RuntimeError:
+    """torch_npu's refusal of an ``out=`` tensor that is not on the NPU (``OpPreparation::check_tensor``,
+    OPS_ERROR(ErrCode::PARAM))."""
+    return RuntimeError(f"output with device {device} doesn't match the desired device NPU"
+                        + _state._err_suffix("ERR01001", "OPS invalid parameter"))
+
+
+def _check_out_devices(out_kws, kwargs, conv: _Conv):
+    """Refuse a CPU ``out=`` tensor (any dim: the 0-dim exemption is for inputs) once an npu input
+    is known; the inputs were converted before, so ``conv.index`` says whether there is one."""
+    if conv.index is None:
+        return
+    for k in out_kws:
+        v = kwargs.get(k)
+        for t in ((v,) if isinstance(v, _Tensor) else (v or ())):
+            if isinstance(t, _Tensor) and t.is_cpu:
+                raise out_device_error(t.device)
+
+
+def _sync_out_geometry(out_kws, kwargs, ckwargs):
+    """Give each npu ``out=`` tensor the geometry the CPU kernel gave its host alias (torch's
+    ``resize_output`` and the structured kernels' restriding happen on the alias; the alias
+    starts at the tensor's first element, so its storage offset is relative to that)."""
+    for k in out_kws:
+        dev, host = kwargs.get(k), ckwargs.get(k)
+        pairs = ((dev, host),) if isinstance(dev, _Tensor) else zip(dev or (), host or ())
+        for d, h in pairs:
+            if (isinstance(d, _Tensor) and d.device.type == _NPU and isinstance(h, _Tensor)
+                    and (h.shape != d.shape or h.stride() != d.stride() or h.storage_offset())):
+                _memory.restride(d, h.shape, h.stride(), d.storage_offset() + h.storage_offset())
 
 
 def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
@@ -398,7 +557,7 @@ def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
         pairs = [(dst, src)] if isinstance(dst, _Tensor) else list(zip(dst, src))
         for d, s in pairs:
             if d.device.type == _NPU:
-                torch.ops.aten.resize_.default(d, s.shape)
+                _memory.restride(d, s.shape, s.stride(), d.storage_offset())
                 _retag(d, _KDL_CPU, 0).copy_(s)
             else:
                 d.resize_(s.shape).copy_(s)
@@ -421,9 +580,13 @@ def call_on_host(op, args, kwargs=None, index: Optional[int] = None):
 
 def boxed_fallback(op, *args, **kwargs):
     """The PrivateUse1 backend fallback kernel registered with ``Library("_", "IMPL").fallback``."""
-    plan = _plans.get(op)
+    plan = _plans.get((op, "plain"))
     if plan is None:
         plan = plan_for(op)
+    if plan.fast_inplace and args and isinstance(args[0], _Tensor) and args[0].device.type == _NPU:
+        res = _fast_inplace(plan, args[0], args, kwargs)  # normal_, uniform_, zero_, fill_ (randn, zeros)
+        if res is not None:
+            return res
     return run(plan, args, kwargs)
 
 
@@ -436,7 +599,7 @@ def direct_kernel(op, mode: str = "plain"):
 
     def kernel(*args, **kwargs):
         nonlocal plan
-        if plan is None:
+        if plan is None or plan.epoch != _epoch:
             plan = plan_for(op, mode)
         if plan.fast:
             return _fast(plan, args, kwargs)  # one Python frame less on the hot path
@@ -446,3 +609,6 @@ def direct_kernel(op, mode: str = "plain"):
 
     kernel.__name__ = f"npu_sim_{op._schema.name.split('::')[-1]}"
     return kernel
+
+
+_fallback.on_table_change(invalidate_plans)

@@ -24,15 +24,26 @@ _native: Optional[FrozenSet[str]] = None
 _warned: Set[str] = set()
 
 
+_listeners: list = []
+
+
+def on_table_change(fn) -> None:
+    """Call ``fn()`` after every :func:`init` (the dispatcher forgets its op plans: they say which
+    ops fall back)."""
+    _listeners.append(fn)
+
+
 def init(table_version: Optional[str]) -> None:
     """Load the native-op set of ``table_version`` (None: no table, fallbacks are not simulated)."""
     global _native
     if table_version is None:
         _native = None
-        return
-    from ascend_compat import data
+    else:
+        from ascend_compat import data
 
-    _native = frozenset(data.native_ops(table_version))
+        _native = frozenset(data.native_ops(table_version))
+    for fn in _listeners:
+        fn()
 
 
 def native_set() -> FrozenSet[str]:

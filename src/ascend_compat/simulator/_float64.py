@@ -103,8 +103,9 @@ def to_copy(self, **kwargs):
     """PrivateUse1 kernel of ``aten::_to_copy``: torch_npu's float64 rule, then the copy.
 
     Runs on every conversion of an npu tensor (``.cpu()``, ``.half()``, ``.to("npu:1")``), so the
-    plain cases copy host to host directly (``_memory``); pinned or non-blocking (a pinned output
-    on torch_npu), non-strided and quantized cases go to torch's composite kernel.
+    plain cases copy host to host directly (``_memory``; a non-blocking copy to the CPU gets a
+    pinned output, as on torch_npu); ``pin_memory=``, non-strided and quantized cases go to
+    torch's composite kernel.
     """
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
@@ -113,7 +114,7 @@ def to_copy(self, **kwargs):
         if new is not dtype:
             _report_downcast(self.dtype)
             kwargs["dtype"] = dtype = new
-    if (kwargs.get("pin_memory") or kwargs.get("non_blocking") or self.is_quantized
+    if (kwargs.get("pin_memory") or self.is_quantized
             or kwargs.get("layout") not in (None, torch.strided) or self.layout is not torch.strided):
         return _redispatch_to_copy(_CPU_KS, self, **kwargs)
     from ascend_compat.simulator import _state
@@ -124,7 +125,8 @@ def to_copy(self, **kwargs):
     fmt = kwargs.get("memory_format") or torch.preserve_format
     out = _memory.host_for(self, False).to(dtype=dtype or self.dtype, memory_format=fmt, copy=True)
     if target == "cpu":
-        return out
+        # torch_npu's _to_copy gives a non-blocking npu->cpu copy a pinned output (ToKernelNpu.cpp)
+        return out.pin_memory() if kwargs.get("non_blocking") else out
     index = self.device.index if device is None else _state.check_index(device)
     return _memory.adopt(out, index)
 

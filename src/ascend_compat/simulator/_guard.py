@@ -1,4 +1,12 @@
-"""The single place that registers the device guard and answers "current device" / "device count".
+"""The single place that registers the device guard and the backend hooks and answers "current
+device" / "device count".
+
+Backend hooks: the C++ hooks of :mod:`ascend_compat.simulator._cext` when they can be had (they
+give torch the pinned host allocator behind ``pin_memory=True`` factories, ``Tensor.pin_memory()``
+and non-blocking npu->cpu copies, as torch_npu's hooks do); otherwise torch's Python hooks, and
+pinned memory is emulated at the Python level only (``pin_memory()``/``is_pinned()``; ``pin_memory=True``
+factories then raise torch's "implement getPinnedMemoryAllocator" error). :func:`pinned_memory_reason`
+says which.
 
 Two implementations, chosen once at install:
 
@@ -27,6 +35,7 @@ import torch
 _local = threading.local()
 _device_count = 1
 _cxx = None  # object with current_device() / set_device(i) / device_count(), or None
+_cxx_hooks = None  # the C++ module whose backend hooks are registered, or None
 
 
 class SimulatedDeviceCountWarning(UserWarning):
@@ -58,11 +67,12 @@ def choose(num_devices: int):
 
     Returns None when the C++ guard took over registration itself.
     """
-    global _device_count, _cxx
-    _device_count = num_devices
-    if num_devices > 1:
-        from ascend_compat.simulator import _cext
+    global _device_count, _cxx, _cxx_hooks
+    from ascend_compat.simulator import _cext
 
+    _device_count = num_devices
+    _cxx_hooks = _cext.load_hooks()
+    if num_devices > 1:
         _cxx = _cext.load_guard(num_devices)
         if _cxx is None:
             # Without the C++ guard, autograd on npu:1.. hits an INTERNAL ASSERT; offer one
@@ -111,8 +121,24 @@ def cxx_guard() -> Optional[object]:
     return _cxx
 
 
+def cxx_hooks_active() -> bool:
+    """True when the C++ backend hooks are registered (real pinned host memory)."""
+    return _cxx_hooks is not None
+
+
+def pinned_memory_reason() -> Optional[str]:
+    """None when pinned host memory is real (C++ hooks), else why it is emulated in Python only."""
+    if _cxx_hooks is not None:
+        return None
+    from ascend_compat.simulator import _cext
+
+    return _cext.hooks_unavailable_reason() or "the C++ backend hooks are not loaded"
+
+
 def register(guard) -> None:
-    """Register the backend hooks and (unless the C++ guard is active) the Python device guard."""
-    torch._C._acc.register_python_privateuseone_hook(PrivateUse1Hooks())
+    """Register the backend hooks (Python ones unless the C++ hooks are) and (unless the C++
+    guard is active) the Python device guard."""
+    if _cxx_hooks is None:
+        torch._C._acc.register_python_privateuseone_hook(PrivateUse1Hooks())
     if _cxx is None and guard is not None:
         torch._C._acc.register_python_privateuseone_device_guard(guard)

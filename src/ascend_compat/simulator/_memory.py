@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+from itertools import accumulate
 import os
 import threading
 import weakref
@@ -76,6 +77,12 @@ def _first_allocation() -> None:
 
     if not simulator.is_installed():
         return
+    from ascend_compat.simulator import _state
+
+    # torch_npu sets the current device when it initialises: with no visible device
+    # (ASCEND_RT_VISIBLE_DEVICES empty, duplicated "0,0" or descending ids, which torch_npu's
+    # device_count() counts as 0) that fails, so nothing can be allocated either
+    _state.check_index(_state.current_device())
     lazy_init = getattr(getattr(torch, "npu", None), "_lazy_init", None)
     if lazy_init is not None:
         lazy_init()
@@ -174,35 +181,6 @@ class _DeviceStats:
         self.num_ooms = 0
         self.capacity: Optional[int] = None
 
-    def add(self, block, requested):
-        c = self.c
-        for b in (0, 12 if block <= _SMALL_SIZE else 24):  # unrolled per group: this is the hot path
-            cur = c[b] + block
-            c[b] = cur
-            c[b + 2] += block
-            if cur > c[b + 1]:
-                c[b + 1] = cur
-            cur = c[b + 4] + 1
-            c[b + 4] = cur
-            c[b + 6] += 1
-            if cur > c[b + 5]:
-                c[b + 5] = cur
-            cur = c[b + 8] + requested
-            c[b + 8] = cur
-            c[b + 10] += requested
-            if cur > c[b + 9]:
-                c[b + 9] = cur
-
-    def sub(self, block, requested):
-        c = self.c
-        for base in (0, 12 if block <= _SMALL_SIZE else 24):
-            c[base] -= block
-            c[base + 3] += block
-            c[base + 4] -= 1
-            c[base + 7] += 1
-            c[base + 8] -= requested
-            c[base + 11] += requested
-
     def get(self, group, pool, field):
         return self.c[_POOLS.index(pool) * 12 + _GROUPS.index(group) * 4 + _FIELDS.index(field)]
 
@@ -268,15 +246,55 @@ _FLUSH_EVERY = 4096
 
 
 def _flush() -> None:
-    """Apply the pending events to the counters, in order."""
+    """Apply the pending events to the counters, in order (peaks stay exact)."""
     with _lock:
+        n = len(_pending)
+        if not n:
+            return
         pop = _pending.popleft
-        while _pending:
-            index, block, requested = pop()
-            if block > 0:
-                _devices[index].add(block, requested)
-            else:
-                _devices[index].sub(-block, -requested)
+        events = [pop() for _ in range(n)]
+        if len(_devices) == 1:
+            _replay(_devices[0], events)
+            return
+        by_device: dict = {}
+        for ev in events:
+            by_device.setdefault(ev[0], []).append(ev)
+        for index, evs in by_device.items():
+            _replay(_devices[index], evs)
+
+
+def _replay(d: "_DeviceStats", events: list) -> None:
+    """Apply ``(index, +-block, +-requested)`` events of one device: per pool and group, the
+    running sum gives current and peak, the absolute sum the allocated/freed totals (C-level
+    ``accumulate``/``sum``/``max``: the per-event cost stays far below a Python loop's)."""
+    c = d.c
+    _apply_pool(c, 0, events)
+    small = [e for e in events if -_SMALL_SIZE <= e[1] <= _SMALL_SIZE]
+    if small:
+        _apply_pool(c, 12, small)
+    if len(small) != len(events):
+        _apply_pool(c, 24, [e for e in events if not -_SMALL_SIZE <= e[1] <= _SMALL_SIZE])
+
+
+def _apply_pool(c: list, base: int, events: list) -> None:
+    blocks = [e[1] for e in events]
+    _apply(c, base, blocks)
+    _apply(c, base + 4, [1 if b > 0 else -1 for b in blocks])
+    _apply(c, base + 8, [e[2] for e in events])
+
+
+def _apply(c: list, i: int, deltas: list) -> None:
+    """Counters ``c[i:i+4]`` (current, peak, allocated, freed) after ``deltas`` in order."""
+    cur = c[i]
+    run = list(accumulate(deltas, initial=cur))
+    top = max(run)
+    if top > c[i + 1]:
+        c[i + 1] = top
+    total = run[-1] - cur
+    moved = sum(map(abs, deltas))
+    c[i] = run[-1]
+    c[i + 2] += (moved + total) // 2
+    c[i + 3] += (moved - total) // 2
 
 
 def _release(ref) -> None:
@@ -289,11 +307,11 @@ def _release(ref) -> None:
 
 
 def _track(host: torch.Tensor, index: int, requested: int) -> None:
-    block = round_size(requested)
-    if block == 0:
+    if requested == 0:
         return
-    d = _devices[index]
-    if d.capacity is not None:
+    block = ((requested + 543) // 512) * 512  # round_size, inlined: this is the hot path
+    if _devices[index].capacity is not None:
+        d = _devices[index]
         with _lock:
             _flush()
             if d.c[0] + block > d.capacity:
@@ -309,7 +327,7 @@ def _track(host: torch.Tensor, index: int, requested: int) -> None:
     ref.requested = requested
     ref.ptr = ptr = host.data_ptr()
     _live[id(ref)] = ref
-    if host.storage_offset() == 0:
+    if not host.storage_offset():
         _hosts[ptr] = ref
 
 
@@ -337,12 +355,26 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
             wide_allocation_check(dtype, n)
     if stride is None:
         host = torch.empty(size, dtype=dtype)
+        nbytes = host.nbytes  # a fresh contiguous tensor spans its whole storage
     else:
         host = torch.empty_strided(size, stride, dtype=dtype)
-    nbytes = host.untyped_storage().nbytes()
+        nbytes = host.untyped_storage().nbytes()
     if nbytes:
         _track(host, index, nbytes)
     return _retag(host, KDL_EXT_DEV, index)
+
+
+QUANTIZED_MESSAGE = (
+    "quantized tensors on the npu device are not simulated (torch_npu 2.9 and later has them, through "
+    "QuantizedPrivateUse1 kernels; the simulated device stores npu memory as DLPack host memory, which "
+    "cannot hold a quantized tensor). Keep quantized tensors on the CPU, or dequantize() before moving "
+    "to npu.")
+
+
+def refuse_quantized(*args, **kwargs):
+    """Raise the simulator's refusal of quantized npu tensors (also a kernel for the
+    QuantizedPrivateUse1 factories: ``torch.quantize_per_tensor(...).to("npu")``)."""
+    raise NotImplementedError(QUANTIZED_MESSAGE)
 
 
 def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
@@ -352,6 +384,8 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
     """
     if not _device_ready:
         _first_allocation()
+    if host.is_quantized:
+        refuse_quantized()
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
     if host.dtype in _WIDE and wide_allocation_check is not None:
@@ -370,6 +404,42 @@ def to_device(cpu_tensor: torch.Tensor, index: int) -> torch.Tensor:
     if cpu_tensor.device.type != "cpu":
         raise ValueError(f"to_device expects a CPU tensor, got one on {cpu_tensor.device}")
     return adopt(cpu_tensor, index)
+
+
+_SET_STORAGE = torch.ops.aten.set_.source_Storage_storage_offset.redispatch
+_SET_WHOLE = torch.ops.aten.set_.source_Storage.redispatch
+_CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def restride(t: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
+    """Give npu tensor ``t`` the geometry ``(size, stride, offset)`` in place (``resize_``,
+    ``out=`` results): within its storage by re-pointing metadata; beyond it, new device storage
+    holding the old bytes is allocated (DLPack storage cannot grow) and ``t`` is re-pointed at it."""
+    size, stride = tuple(size), tuple(stride)
+    needed = 0
+    if all(s > 0 for s in size):
+        needed = (sum((s - 1) * st for s, st in zip(size, stride)) + 1 + offset) * t.element_size()
+    storage = t.untyped_storage()
+    if needed <= storage.nbytes():
+        return _SET_STORAGE(_CPU_KS, t, storage, offset, size, stride)
+    new = allocate((needed,), None, torch.uint8, t.device.index)
+    old = storage.nbytes()
+    if old:
+        whole_old = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, t.device.index), storage)
+        host_alias(new)[:old].copy_(host_alias(whole_old)[:old])
+    return _SET_STORAGE(_CPU_KS, t, new.untyped_storage(), offset, size, stride)
+
+
+def shared_host_aliases(ts) -> list:
+    """CPU aliases of npu tensors ``ts`` (all views of one device storage) on *one* host storage,
+    so torch's CPU overlap checks (``assert_no_overlap``, TensorIterator's partial-overlap check)
+    see that they alias: separate retags would each get a storage of their own. Lazy conj/neg
+    bits are kept."""
+    first = ts[0]
+    whole = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, first.device.index), first.untyped_storage())
+    storage = _retag(whole, KDL_CPU, 0).untyped_storage()
+    return [_lazy_bits(t, torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride()))
+            for t in ts]
 
 
 # --- statistics (torch.cuda.memory_stats-style) ----------------------------------------------

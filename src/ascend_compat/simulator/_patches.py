@@ -73,7 +73,13 @@ def _patch_untyped_storage():
 
 def _patch_pin_memory():
     # Pinned memory needs the backend's C++ pinned allocator hook (not providable from Python).
-    # A pinned tensor is simulated as a host copy whose storage is recorded here.
+    # With the C++ hooks (_guard.cxx_hooks_active) torch's own pin_memory/is_pinned work and
+    # nothing is patched; without them a pinned tensor is simulated as a host copy whose storage
+    # is recorded here.
+    from ascend_compat.simulator import _guard
+
+    if _guard.cxx_hooks_active():
+        return
     orig_pin = torch.Tensor.pin_memory
     orig_is_pinned = torch.Tensor.is_pinned
 

@@ -28,12 +28,18 @@ aten = torch.ops.aten
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 
 
+_current_device = _state.current_device
+
+
 def _device_index(device) -> int:
     if device is None:
-        return _state.current_device()
-    index = device.index if isinstance(device, torch.device) else None
-    if index is not None and 0 <= index < _state.visible_device_count():
-        return index  # the common case, without check_index's parsing
+        return _current_device()
+    if device.__class__ is torch.device:
+        index = device.index
+        if index is None:
+            return _current_device()  # "npu": the current device, without check_index's parsing
+        if 0 <= index < _state.visible_device_count():
+            return index
     return _state.check_index(device)
 
 
@@ -107,28 +113,7 @@ def _resize(op, self, size, memory_format=None):
         stride = torch.empty(size, device="meta", memory_format=memory_format).stride()
     else:
         stride = torch.empty(size, device="meta").stride()
-    needed = 0
-    if all(s > 0 for s in size):
-        needed = (sum((s - 1) * st for s, st in zip(size, stride)) + 1 + self.storage_offset()) * self.element_size()
-    storage = self.untyped_storage()
-    if needed <= storage.nbytes():
-        return aten.set_.source_Storage_storage_offset.redispatch(
-            _CPU_KS, self, storage, self.storage_offset(), size, stride)
-    # grow: new device storage holding the old bytes, then re-point the tensor at it
-    new = _memory.allocate((needed,), None, torch.uint8, self.device.index)
-    old = storage.nbytes()
-    if old:
-        host_new = _memory.host_alias(new)
-        whole_old = aten.set_.source_Storage.redispatch(_CPU_KS, _byte_view(self), storage)
-        host_old = _memory.host_alias(whole_old)
-        host_new[:old].copy_(host_old[:old])
-    return aten.set_.source_Storage_storage_offset.redispatch(
-        _CPU_KS, self, new.untyped_storage(), self.storage_offset(), size, stride)
-
-
-def _byte_view(t):
-    """A fresh uint8 npu tensor object we can point at ``t``'s storage (no allocation)."""
-    return _memory.allocate((0,), None, torch.uint8, t.device.index)
+    return _memory.restride(self, size, stride, self.storage_offset())
 
 
 def _efficient_zero_tensor(op, size, dtype=None, layout=None, device=None, pin_memory=None):
@@ -396,7 +381,16 @@ TABLE = {
     "aten::batch_norm_backward_reduce": _batch_norm_backward_reduce,
     "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
-_dispatch.SPECIAL.update(TABLE)
+_dispatch.register_special(TABLE)
+
+#: allocation kernels registered on PrivateUse1 as themselves (no plan, no boxed fallback: the
+#: allocation path costs about one small op; torch_npu registers both natively)
+DIRECT_ALLOCATION = {"empty.memory_format": _empty, "empty_strided": _empty_strided}
+
+#: the factories quantized npu tensors would be made by (``q.to("npu")``, ``_empty_affine_quantized(device=
+#: "npu")``): registered on QuantizedPrivateUse1 as the simulator's clear refusal (``_memory.refuse_quantized``)
+QUANTIZED_FACTORIES = ("empty_quantized", "_empty_affine_quantized", "_empty_per_channel_affine_quantized",
+                       "empty.memory_format", "empty_strided")
 
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
 DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",

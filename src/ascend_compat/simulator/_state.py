@@ -75,6 +75,10 @@ def check_index(i) -> int:
         if n == node:
             why = (f"the simulated node has {n} NPU(s) (valid indices 0..{n - 1}; raise it with "
                    "install(devices=N) or ASCEND_COMPAT_SIM_DEVICES)")
+        elif n == 0:
+            why = (f"no NPU is visible (ASCEND_RT_VISIBLE_DEVICES={os.environ.get('ASCEND_RT_VISIBLE_DEVICES')!r}; "
+                   f"torch_npu needs distinct ascending ids below the node's {node}, an empty value hides "
+                   "every device)")
         else:
             why = (f"{n} of the node's {node} NPU(s) are visible (ASCEND_RT_VISIBLE_DEVICES="
                    f"{os.environ.get('ASCEND_RT_VISIBLE_DEVICES')!r}; visible devices are renumbered "

@@ -1,6 +1,10 @@
-"""Optional C++ device guard that lets the simulated NPU offer several devices.
+"""Optional C++ part of the simulated NPU: the multi-device guard and the backend hooks.
 
-Contract: :func:`load_guard(num_devices) <load_guard>` returns an object with
+Contract: :func:`load_hooks` returns the loaded module once its PrivateUse1 backend hooks are
+the ones registered in this process (they give torch a pinned host allocator and
+``isPinnedPtr``, which torch's Python hooks cannot), or ``None`` (reason in
+:func:`hooks_unavailable_reason`); it must be called before torch's Python hooks are
+registered (one registration per process). :func:`load_guard(num_devices) <load_guard>` returns an object with
 ``current_device() -> int``, ``set_device(i)`` and ``device_count() -> int`` once a
 PrivateUse1 device guard reporting ``num_devices`` devices is the one registered in
 this process, or ``None`` (the reason is kept in :func:`unavailable_reason`).
@@ -53,7 +57,9 @@ Limits
     - Without a C++ compiler (``$CXX`` or ``c++``), Python headers, torch's C++
       headers or ninja on a first build, or when that build fails, no guard: the
       simulator offers one device and warns why when more were requested (a failed
-      build is retried at the next install).
+      build is retried at the next install), and torch's Python backend hooks are
+      used (no pinned host allocator). The library is loaded at every install, for
+      the hooks, so one device builds it too (once).
     - The count is fixed once registered (the autograd engine keeps its queue count
       for the process lifetime); at most 64 devices.
     - Streams are ids and events are host timestamps: execution stays synchronous.
@@ -88,6 +94,8 @@ _lock = threading.Lock()
 _guard: Any = None
 _module: Any = None
 _reason: str | None = None
+_hooks: Any = None
+_hooks_reason: str | None = None
 _info: dict[str, Any] = {}
 
 
@@ -119,6 +127,34 @@ def load_guard(num_devices: int) -> Any | None:
     # the simulator turns this into a SimulatedDeviceCountWarning with the fix (see _guard)
     log.info("simulated NPU: cannot offer %d devices, only 1: %s", num_devices, _reason)
     return None
+
+
+def load_hooks() -> Any | None:
+    """Build if needed, load and register the backend hooks (pinned host memory); return the
+    module, or None when it cannot be had here (reason: :func:`hooks_unavailable_reason`).
+    Idempotent."""
+    global _hooks, _hooks_reason
+    with _lock:
+        if _hooks is not None:
+            return _hooks
+        try:
+            module = _load_module()
+            if not module.register_hooks():
+                raise RuntimeError("other PrivateUse1 backend hooks are already registered in this process")
+        except _Unavailable as exc:
+            _hooks_reason = str(exc)
+        except Exception as exc:  # a failed build or a refused registration
+            _hooks_reason = f"{type(exc).__name__}: {exc}"
+        else:
+            _hooks, _hooks_reason = module, None
+            return module
+    log.info("simulated NPU: no pinned host memory: %s", _hooks_reason)
+    return None
+
+
+def hooks_unavailable_reason() -> str | None:
+    """Why the last :func:`load_hooks` returned None (None after a success or before any call)."""
+    return _hooks_reason
 
 
 def ensure_built() -> str | None:
@@ -242,7 +278,7 @@ def _import_library(path: Path) -> Any:
 
 def _build(name: str, directory: Path) -> Any:
     log.warning(
-        "simulated NPU: building the multi-device guard once for torch %s "
+        "simulated NPU: building the multi-device guard and backend hooks once for torch %s "
         "(C++, about 10-30 s; cached in %s)", _torch_version(), directory,
     )
     with _quiet_cpp_extension_import():
@@ -273,8 +309,8 @@ def _toolchain_problem() -> str | None:
     executable = (shlex.split(compiler) or ["c++"])[0]  # CXX may be "ccache g++"
     if shutil.which(executable) is None:
         return (
-            f"more than one simulated device needs a small C++ device guard built once, "
-            f"and no C++ compiler was found (looked for {compiler!r}; set CXX or install "
+            f"the simulated NPU's C++ part (multi-device guard, pinned host memory) is "
+            f"built once, and no C++ compiler was found (looked for {compiler!r}; set CXX or install "
             f"g++ or clang)"
         )
     python_h = Path(sysconfig.get_paths()["include"]) / "Python.h"

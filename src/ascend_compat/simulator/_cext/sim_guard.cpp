@@ -1,4 +1,5 @@
-// Multi-device PrivateUse1 device guard for ascend-compat's simulated NPU.
+// Multi-device PrivateUse1 device guard and backend hooks (pinned host memory)
+// for ascend-compat's simulated NPU.
 //
 // PyTorch's Python device guard (torch._C._acc.DeviceGuard) reports exactly one
 // device, and the autograd engine sizes its per-device ready queues from the
@@ -14,6 +15,13 @@
 // Registration is explicit (register_guard), never a static C10_REGISTER_GUARD_IMPL:
 // a static registrar would overwrite whatever guard is registered when the library
 // happens to be loaded, and the device count must be known before registering.
+//
+// The backend hooks (register_hooks) exist for pinned host memory: torch asks the
+// PrivateUse1 hooks for getPinnedMemoryAllocator() on every pin_memory=True factory,
+// Tensor.pin_memory() and non-blocking npu->cpu copy, and for isPinnedPtr() on
+// Tensor.is_pinned(); torch's Python hooks (torch._C._acc.PrivateUse1Hooks) cannot
+// provide either. torch_npu answers both from its CachingHostAllocator; here pinned
+// blocks are ordinary host memory whose ranges are recorded.
 
 #include <pybind11/pybind11.h>
 #if __has_include(<torch/headeronly/version.h>)
@@ -22,11 +30,16 @@
 #include <torch/version.h>
 #endif
 
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -228,17 +241,107 @@ void set_device(int64_t index) {
   t_current_device = static_cast<DeviceIndex>(index);
 }
 
+// --- pinned host memory and the backend hooks -----------------------------------
+
+std::mutex g_pinned_mutex;
+std::map<std::uintptr_t, std::size_t> g_pinned;  // block start -> size (>= 1)
+std::atomic<int64_t> g_pinned_blocks{0};
+
+void pinned_free(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    g_pinned.erase(reinterpret_cast<std::uintptr_t>(ptr));
+  }
+  g_pinned_blocks.fetch_sub(1);
+  c10::free_cpu(ptr);
+}
+
+struct SimPinnedAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(std::size_t n) override {
+    // a zero-byte request still gets a block, so every pinned storage has an address
+    void* ptr = c10::alloc_cpu(n == 0 ? 1 : n);
+    {
+      std::lock_guard<std::mutex> lock(g_pinned_mutex);
+      g_pinned[reinterpret_cast<std::uintptr_t>(ptr)] = n == 0 ? 1 : n;
+    }
+    g_pinned_blocks.fetch_add(1);
+    return {ptr, ptr, &pinned_free, c10::Device(DeviceType::CPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &pinned_free;
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+bool is_pinned_ptr(const void* data) {
+  const auto p = reinterpret_cast<std::uintptr_t>(data);
+  std::lock_guard<std::mutex> lock(g_pinned_mutex);
+  auto it = g_pinned.upper_bound(p);
+  if (it == g_pinned.begin()) {
+    return false;
+  }
+  --it;
+  return p < it->first + it->second;
+}
+
+SimPinnedAllocator* the_pinned_allocator() {
+  static SimPinnedAllocator* allocator = new SimPinnedAllocator();
+  return allocator;
+}
+
+struct SimNpuHooks final : public at::PrivateUse1HooksInterface {
+  bool isBuilt() const override {
+    return true;
+  }
+  bool isAvailable() const override {
+    return true;
+  }
+  bool hasPrimaryContext(DeviceIndex /*device_index*/) const override {
+    return true;
+  }
+  bool isPinnedPtr(const void* data) const override {
+    return is_pinned_ptr(data);
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override {
+    return the_pinned_allocator();
+  }
+};
+
+SimNpuHooks* g_hooks = nullptr;
+
+// Registers the hooks once; returns false when other PrivateUse1 hooks are already
+// registered (torch accepts one registration per process).
+bool register_hooks() {
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  if (g_hooks != nullptr) {
+    return true;
+  }
+  if (at::isPrivateUse1HooksRegistered()) {
+    return false;
+  }
+  g_hooks = new SimNpuHooks();  // leaked on purpose: torch keeps the pointer
+  at::RegisterPrivateUse1HooksInterface(g_hooks);
+  return true;
+}
+
 }  // namespace
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard";
+  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard and backend hooks";
   m.def("register_guard", &register_guard, py::arg("count"));
   m.def("is_active", &is_active);
   m.def("device_count", []() { return static_cast<int>(g_device_count.load()); });
   m.def("current_device", []() { return static_cast<int>(t_current_device); });
   m.def("set_device", &set_device, py::arg("index"));
+  m.def("register_hooks", &register_hooks);
+  m.def("hooks_active", []() { return g_hooks != nullptr; });
+  m.def("pinned_blocks", []() { return static_cast<int64_t>(g_pinned_blocks.load()); });
   m.def("built_for_torch", []() {
     return std::to_string(TORCH_VERSION_MAJOR) + "." +
         std::to_string(TORCH_VERSION_MINOR) + "." +
