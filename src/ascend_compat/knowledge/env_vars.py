@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, EnvVar
+from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, EnvVar, Versions
+
+#: torch reads the TORCH_NCCL_* spellings since 2.2 (before: NCCL_*, still read with a deprecation warning)
+_TORCH_NCCL = Versions(torch=">=2.2")
 
 _IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
 
@@ -30,15 +33,15 @@ RECORDS: tuple[EnvVar, ...] = (
            "the shim maps it, converting bytes to the MB HCCL_BUFFSIZE takes", "bytes_to_mb", True,
            ("4194304", "4")),
     EnvVar("TORCH_NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("TORCH_NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("TORCH_NCCL_DESYNC_DEBUG", "nccl-env", AUTO, "HCCL_DESYNC_DEBUG",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_DETERMINISTIC", "nccl-env", AUTO, "HCCL_DETERMINISTIC",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("NCCL_DEBUG", "nccl-env", PARTIAL, "ASCEND_GLOBAL_LOG_LEVEL",
@@ -53,7 +56,7 @@ RECORDS: tuple[EnvVar, ...] = (
     EnvVar("NCCL_NVLS_*", "nccl-env", PARTIAL, None, "NVLink SHARP has no Ascend counterpart"),
     EnvVar("NCCL_*", "nccl-env", PARTIAL, None, _IGNORED_NCCL),
     EnvVar("TORCH_NCCL_*", "nccl-env", PARTIAL, None,
-           "a ProcessGroupNCCL option; HCCL has its own HCCL_* settings"),
+           "a ProcessGroupNCCL option; HCCL has its own HCCL_* settings", versions=_TORCH_NCCL),
     EnvVar("CUDA_DEVICE_ORDER", "cuda-env-other", PARTIAL, None,
            "NPU ids are always in PCI bus order; the variable is ignored"),
     EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "cuda-env-other", PARTIAL, None,
