@@ -177,6 +177,34 @@ def test_check_rates_env_vars_as_the_shim_handles_them(tmp_path):
         assert (f.handling == AUTO) == (n in ENV_MAP), n
 
 
+def test_check_rates_constructs_as_their_records(tmp_path):
+    """check reports each construct's own example under the record's rule with the record's verdict."""
+    wrong = {}
+    for r in CONSTRUCTS:
+        got = {(f.rule, f.handling) for f in _check(tmp_path, r.example)}
+        rules = {rule for rule, _ in got}
+        if r.rule is None:
+            continue  # check has no rule for it (the difference shows only at run time)
+        if (r.rule, r.verdict) not in got or len({h for rule, h in got if rule == r.rule}) != 1:
+            wrong[r.name] = (r.rule, r.verdict, sorted(got))
+        assert r.rule in rules
+    assert wrong == {}
+
+
+def test_shim_translation_is_the_records_rewrite():
+    from ascend_compat.cuda_shim import devices as shim_devices
+
+    for r in backends.RECORDS:
+        if r.rewrite:
+            before, after = (t.strip('"') for t in r.rewrite)
+            assert shim_devices.translate_backend(before) == after == backends.rewrite(before), r.name
+    for r in devices.RECORDS:
+        if r.rewrite and r.rewrite[0].startswith('"'):
+            before, after = (t.strip('"') for t in r.rewrite)
+            assert shim_devices.translate(before) == after == devices.rewrite(before), r.name
+    assert shim_devices.translate("ckpt_cuda.pt") == "ckpt_cuda.pt"
+
+
 def test_check_rates_libraries_as_their_records(tmp_path):
     src = "".join(f"import {r.name}\n" for r in libraries.RECORDS)
     found = _check(tmp_path, src)

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Union
 from ascend_compat.doctor import installs
 from ascend_compat.doctor.environment import Check, Environment, ProbeResult, Status
 from ascend_compat._versions import cann_key, key as version_key
+from ascend_compat.knowledge import env_vars
 from ascend_compat.doctor.versions import base_version, matrix_rows, python_range, release_line
 
 OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
@@ -520,17 +521,26 @@ def check_visible_devices(f: Facts) -> CheckResult:
     return Check(name, INFO, f"ASCEND_RT_VISIBLE_DEVICES={value} (cannot verify the range: device count unknown)")
 
 
-def check_cuda_visible(f: Facts) -> CheckResult:
-    cvd = f.environment.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None:
-        return None
-    if f.environment.get("ASCEND_RT_VISIBLE_DEVICES") is None:
-        return Check("cuda_visible_devices", WARN, f"CUDA_VISIBLE_DEVICES={cvd} is set but Ascend ignores it; all "
-                                                   "NPUs stay visible",
-                     f"set ASCEND_RT_VISIBLE_DEVICES={cvd} (ascending ids), or run under ascend-compat run, "
-                     "which translates it")
-    return Check("cuda_visible_devices", INFO, f"CUDA_VISIBLE_DEVICES={cvd} is set; Ascend uses "
-                                               "ASCEND_RT_VISIBLE_DEVICES instead")
+def check_cuda_env(f: Facts) -> CheckResult:
+    """CUDA / NCCL variables set here, judged by their knowledge records (what the shim translates,
+    what check reports): a translated variable whose Ascend name is unset only works under the shim."""
+    out = []
+    torch_version = f.torch.version if f.torch and release_line(f.torch.version) else None
+    for name in sorted(f.environment.env):
+        rec = env_vars.lookup(name)
+        if rec is None or not rec.versions.applies(torch=torch_version):
+            continue
+        value = f.environment.get(name)
+        if rec.shim_maps and f.environment.get(rec.ascend) is None:
+            out.append(Check("cuda_env", WARN, f"{name}={value} is set but Ascend reads {rec.ascend}, which is unset "
+                                               f"({rec.reason})",
+                             f"{rec.advice[:-1]}, or run under ascend-compat run, which translates it"))
+        elif rec.shim_maps:
+            out.append(Check("cuda_env", INFO, f"{name}={value} is set; Ascend uses "
+                                               f"{rec.ascend}={f.environment.get(rec.ascend)} instead"))
+        else:
+            out.append(Check("cuda_env", INFO, f"{name}={value}: {rec.reason}", rec.advice[:-1]))
+    return out
 
 
 def _paths(value: str | None) -> list[str]:
@@ -617,7 +627,7 @@ def check_simulator(f: Facts) -> CheckResult:
 CHECKS: list[Callable[[Facts], CheckResult]] = [
     check_simulator, check_python, check_torch, check_torch_npu, check_torch_npu_import, check_cann,
     check_cann_components, check_driver, check_firmware, check_devices, check_npu_smi, check_compatibility,
-    check_autoload, check_visible_devices, check_cuda_visible, check_set_env, check_runtime_settings,
+    check_autoload, check_visible_devices, check_cuda_env, check_set_env, check_runtime_settings,
 ]
 
 

@@ -63,6 +63,16 @@ RECORDS: tuple[Construct, ...] = (
                                            "    print(x.device.type, str(dist.get_backend()))\n"),
               "npu npu:hccl,cpu:gloo", rewrite=('"cuda:nccl,cpu:gloo"', '"npu:hccl,cpu:gloo"'),
               versions=Versions(torch=">=2.0")),
+    Construct("backend", "dist.is_nccl_available()", "nccl-backend", AUTO, "dist.is_hccl_available()",
+              "under the shim it reports whether hccl is available",
+              "use torch.distributed.is_hccl_available().",
+              "import torch, torch.distributed as dist\n"
+              "print(dist.is_nccl_available(), torch.ones(1, device='cuda').device.type)", "True npu"),
+    Construct("backend", "ProcessGroupNCCL", "nccl-backend", AUTO, "torch_npu ProcessGroupHCCL",
+              "the shim binds torch.distributed's ProcessGroupNCCL names to torch_npu's ProcessGroupHCCL",
+              "use torch_npu's ProcessGroupHCCL.",
+              "import torch\nfrom torch.distributed import ProcessGroupNCCL\n"
+              "print(ProcessGroupNCCL.__name__, torch.ones(1, device='cuda').device.type)", "ProcessGroupHCCL npu"),
     Construct("backend", '"gloo"', None, PARTIAL, '"gloo"',
               "gloo runs collectives on CPU tensors only, as on CUDA machines; NPU tensors need hccl",
               'use "hccl" for NPU tensors and keep gloo for CPU tensors.',
@@ -74,3 +84,10 @@ RECORDS: tuple[Construct, ...] = (
 )
 
 BY_NAME: dict[str, Construct] = {r.name: r for r in RECORDS}
+
+#: qualified names check resolves -> the record stating their counterpart
+BY_QUALNAME: dict[str, Construct] = {
+    "torch.distributed.is_nccl_available": BY_NAME["dist.is_nccl_available()"],
+    **{f"{where}.ProcessGroupNCCL": BY_NAME["ProcessGroupNCCL"]
+       for where in ("torch.distributed", "torch._C._distributed_c10d", "torch.distributed.distributed_c10d")},
+}

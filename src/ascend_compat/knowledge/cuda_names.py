@@ -18,6 +18,14 @@ MAP, EMULATE, UNSUPPORTED, KEEP = "map", "emulate", "unsupported", "keep"
 
 _SAME = None  # map to the same name on torch.npu
 
+#: legacy type name (``torch.cuda.<Name>``) -> dtype attribute name on torch
+LEGACY_TENSOR_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
+    "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
+}
+_LEGACY = tuple(name[:-len("Tensor")] for name in LEGACY_TENSOR_TYPES)
+
 CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     # device management
     "is_available": (EMULATE, "torch.npu.is_available(); library detection points see the real CUDA answer"),
@@ -76,9 +84,8 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "graphs": (KEEP, "submodule; its public names are mapped one by one"),
     # legacy tensor types and storages
     **{f"{t}Tensor": (EMULATE, "builds an npu tensor of that dtype; isinstance checks dtype and device")
-       for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},
-    **{f"{t}Storage": (MAP, _SAME)
-       for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},
+       for t in _LEGACY},
+    **{f"{t}Storage": (MAP, _SAME) for t in _LEGACY},
     "ComplexFloatStorage": (UNSUPPORTED, "use torch.UntypedStorage(..., device='npu') with a complex64 tensor view"),
     "ComplexDoubleStorage": (UNSUPPORTED, "complex128 is not supported on the NPU; use complex64"),
     # capability / build queries
