@@ -191,6 +191,23 @@ def test_check_rates_constructs_as_their_records(tmp_path):
     assert wrong == {}
 
 
+def test_migrate_applies_each_records_rewrite():
+    from ascend_compat.analysis.migrate.transform import migrate_source
+
+    def norm(text: str) -> str:
+        return text.replace('"', "'")
+
+    for r in CONSTRUCTS:
+        if r.rewrite:
+            new = norm(migrate_source(r.example).code)
+            before, after = (norm(t) for t in r.rewrite)
+            assert after in new and before not in new, (r.name, new)
+    for r in env_vars.RECORDS:
+        if r.rewrite:
+            new = migrate_source(f"import os\nos.environ[{r.name!r}] = '0'\n").code
+            assert f"os.environ[{r.ascend!r}]" in new, r.name
+
+
 def test_shim_translation_is_the_records_rewrite():
     from ascend_compat.cuda_shim import devices as shim_devices
 

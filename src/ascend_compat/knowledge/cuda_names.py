@@ -24,6 +24,9 @@ LEGACY_TENSOR_TYPES = {
     "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
     "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
 }
+#: torch.cuda names torch_npu spells differently (torch.npu.<value>)
+RENAMED = {"CUDAGraph": "NPUGraph", "CUDAPluggableAllocator": "NPUPluggableAllocator", "cudart": "npurt",
+           "nvtx": "mstx"}
 _LEGACY = tuple(name[:-len("Tensor")] for name in LEGACY_TENSOR_TYPES)
 
 CUDA_NAMES: dict[str, tuple[str, str | None]] = {
@@ -37,7 +40,7 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "can_device_access_peer": (MAP, _SAME), "device": (MAP, _SAME), "device_of": (MAP, _SAME),
     "synchronize": (MAP, _SAME), "utilization": (MAP, _SAME), "ipc_collect": (MAP, _SAME),
     "current_blas_handle": (MAP, _SAME), "is_bf16_supported": (MAP, _SAME),
-    "cudart": (MAP, "npurt"),
+    "cudart": (MAP, RENAMED["cudart"]),
     # streams and events
     "Stream": (MAP, _SAME), "Event": (MAP, _SAME), "ExternalStream": (MAP, _SAME),
     "StreamContext": (MAP, _SAME), "stream": (MAP, _SAME), "set_stream": (MAP, _SAME),
@@ -56,7 +59,7 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "memory_cached": (MAP, _SAME), "max_memory_cached": (MAP, _SAME),
     "memory_snapshot": (MAP, _SAME), "memory_summary": (MAP, _SAME), "MemPool": (MAP, _SAME),
     "use_mem_pool": (MAP, _SAME), "get_allocator_backend": (MAP, _SAME),
-    "CUDAPluggableAllocator": (MAP, "NPUPluggableAllocator"), "change_current_allocator": (MAP, _SAME),
+    "CUDAPluggableAllocator": (MAP, RENAMED["CUDAPluggableAllocator"]), "change_current_allocator": (MAP, _SAME),
     "host_memory_stats": (MAP, _SAME), "host_memory_stats_as_nested_dict": (MAP, _SAME),
     "reset_accumulated_host_memory_stats": (MAP, _SAME), "reset_peak_host_memory_stats": (MAP, _SAME),
     "memory": (KEEP, "submodule; its public functions are mapped one by one"),

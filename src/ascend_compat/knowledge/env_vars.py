@@ -17,10 +17,11 @@ _IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
 
 RECORDS: tuple[EnvVar, ...] = (
     EnvVar("CUDA_VISIBLE_DEVICES", "cuda-env", AUTO, "ASCEND_RT_VISIBLE_DEVICES",
-           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0")),
+           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0"),
+           migrate_renames=True),
     EnvVar("PYTORCH_CUDA_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it; keys the NPU allocator does not know are dropped with a warning",
-           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True")),
+           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True"), migrate_renames=True),
     EnvVar("PYTORCH_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it like PYTORCH_CUDA_ALLOC_CONF", "alloc_conf", True),
     EnvVar("CUDA_LAUNCH_BLOCKING", "cuda-env", AUTO, "ASCEND_LAUNCH_BLOCKING",
@@ -70,6 +71,9 @@ RECORDS: tuple[EnvVar, ...] = (
 )
 
 BY_NAME: dict[str, EnvVar] = {r.name: r for r in RECORDS}
+
+#: variable name -> the Ascend name migrate writes instead
+RENAMES: dict[str, str] = dict(r.rewrite for r in RECORDS if r.rewrite)
 
 
 def lookup(name: str) -> Optional[EnvVar]:

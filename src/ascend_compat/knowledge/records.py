@@ -93,6 +93,13 @@ class EnvVar:
     shim_maps: bool = False
     example: Optional[tuple[str, str]] = None
     versions: Versions = EVERY
+    #: migrate renames the variable to ``ascend`` in the code (the value means the same there)
+    migrate_renames: bool = False
+
+    @property
+    def rewrite(self) -> Optional[tuple[str, str]]:
+        """``(before, after)`` of migrate's rewrite of the variable's name, or None."""
+        return (self.name, self.ascend) if self.migrate_renames and self.ascend else None
 
     @property
     def advice(self) -> str:
