@@ -60,3 +60,11 @@ def test_requirement_holds():
     assert not v.requirement_holds("torch_npu>=2.1", have)  # not installed: the clause does not hold
     with pytest.raises(v.VersionError):
         v.requirement_holds(">=2", have)
+
+
+@pytest.mark.parametrize("line, pin", [
+    ("torch==2.5.1.*", "2.5.1"), ("torch ==2.6.0", "2.6.0"), ("torch==2.6.0; python_version >= '3.9'", "2.6.0"),
+    ("torch>=2.1", None), ("numpy==1.26", None), ("torch==2.1,<3", None), ("not a requirement ==", None),
+])
+def test_pinned(line, pin):
+    assert v.pinned(line, "torch") == pin

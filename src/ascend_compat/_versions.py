@@ -9,7 +9,8 @@
   before RCn before the release, ``+local`` ignored, ``8.5 == 8.5.0``.
 * :func:`specifier` reads a ``packaging`` specifier set (``">=2.5,<3"``); :func:`contains` tests a
   version against one (pre-releases and ``+local`` builds included, as for installed packages);
-  :func:`requirement_holds` evaluates ``"torch>=2.5,<3; torch_npu>=2.1"`` against installed versions.
+  :func:`requirement_holds` evaluates ``"torch>=2.5,<3; torch_npu>=2.1"`` against installed versions;
+  :func:`pinned` reads the release a distribution requirement pins (``"torch==2.5.1.*"`` -> ``"2.5.1"``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 __all__ = ["VersionError", "Version", "SpecifierSet", "parse", "release", "minor", "base", "key", "cann_key",
-           "specifier", "contains", "requirement_holds"]
+           "specifier", "contains", "requirement_holds", "pinned"]
 
 VersionLike = Union[str, Version]
 
@@ -128,3 +129,19 @@ def requirement_holds(requirement: str, versions: Mapping[str, Optional[VersionL
         if have is None or not spec.contains(parse(have), prereleases=True):
             return False
     return True
+
+
+def pinned(requirement: str, name: str) -> Optional[str]:
+    """The version a requirement line (``Requires-Dist``) pins ``name`` to with ``==`` (``"torch==2.5.1.*"``
+    -> ``"2.5.1"``), or None: another package, no single ``==`` pin, or an unreadable line."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return None
+    specs = list(req.specifier)
+    if canonicalize_name(req.name) != canonicalize_name(name) or len(specs) != 1 or specs[0].operator != "==":
+        return None
+    return specs[0].version.removesuffix(".*")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ascend_compat.doctor.environment import Environment
+from ascend_compat import _versions
 from ascend_compat._versions import cann_key
 
 
@@ -84,9 +85,9 @@ def _torch_cuda(info: DistInfo) -> str | None:
 def torch_pin(torch_npu: DistInfo) -> str | None:
     """The ``torch==X.Y.Z.*`` requirement torch_npu was built against, as ``X.Y.Z`` (None if absent)."""
     for req in torch_npu.requires:
-        m = re.match(r"^torch\s*==\s*([0-9][0-9.]*?)(?:\.\*)?\s*(?:;|$)", req.strip())
-        if m:
-            return m.group(1)
+        pin = _versions.pinned(req, "torch")
+        if pin:
+            return pin
     return None
 
 
