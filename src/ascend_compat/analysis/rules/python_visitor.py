@@ -514,7 +514,7 @@ class PyAnalyzer:
         for n in nodes:
             s = _const_str(n)
             if s is not None:
-                npu = devices.rewrite(s) if devices.is_cuda_string(s) else devices.TARGET + s[4:]
+                npu = devices.TARGET + s[4:]  # devices.rewrite for "cuda"/"cuda:N", widened to "cuda:{}" forms
                 msg = f'"{s}" used as a device'
             else:
                 src = self._segment(n)
