@@ -12,33 +12,22 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional
+
+from ascend_compat import _versions
+from ascend_compat._versions import Version
 
 _WHEEL_NAME = re.compile(r"^torch_npu-(?P<version>\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc|a|b)\d+)*)(?:-|$)")
 
 
-def version_tuple(version: str) -> Tuple:
+def version_tuple(version: str) -> Version:
     """Sort key for ``2.10.0.post7`` / ``2.1.0rc1`` / ``2.10`` (PEP 440 order: rc < release < post)."""
-    m = re.match(r"^v?(\d+(?:\.\d+)*)(?:[.-]?(a|b|rc|alpha|beta)\.?(\d+))?(?:[.-]?post(\d+))?", version, re.I)
-    if not m:
-        raise ValueError(f"not a version: {version!r}")
-    release = tuple(int(x) for x in m.group(1).split("."))
-    release = release + (0,) * (4 - len(release))
-    if m.group(2):
-        rank = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "rc": 2}[m.group(2).lower()]
-        pre = (0, rank, int(m.group(3)))
-    else:
-        pre = (1, 0, 0)
-    post = int(m.group(4)) if m.group(4) else -1
-    return release + pre + (post,)
+    return _versions.parse(version)
 
 
 def minor_key(version: str) -> str:
     """``2.10.0.post7`` -> ``2.10``."""
-    m = re.match(r"^(\d+)\.(\d+)", version)
-    if not m:
-        raise ValueError(f"not a version: {version!r}")
-    return f"{int(m.group(1))}.{int(m.group(2))}"
+    return "%d.%d" % _versions.minor(version)
 
 
 class WheelSource:

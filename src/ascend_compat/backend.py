@@ -12,6 +12,10 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # packaging is read only when a version is asked for (not by `import ascend_compat`)
+    from packaging.version import Version
 
 __all__ = [
     "simulator_installed",
@@ -19,7 +23,6 @@ __all__ = [
     "torch_npu_installed",
     "torch_npu_version",
     "torch_version",
-    "version_tuple",
 ]
 
 
@@ -52,35 +55,22 @@ def target_backend() -> str | None:
     return None
 
 
-def version_tuple(text: str) -> tuple[int, ...]:
-    """``"2.13.0+cpu"`` -> ``(2, 13, 0)``; ``"2.5.1.post1"`` -> ``(2, 5, 1)``. Unparseable parts stop the tuple."""
-    out = []
-    for part in text.split("+")[0].split("."):
-        digits = ""
-        for ch in part:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        out.append(int(digits))
-        if len(digits) != len(part):
-            break
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=1)
-def torch_version() -> tuple[int, ...]:
-    """The installed torch version as a tuple (imports torch, which every caller already has)."""
+def torch_version() -> Version:
+    """The installed torch version (imports torch, which every caller already has)."""
     import torch
 
-    return version_tuple(torch.__version__)
+    from ascend_compat import _versions
+
+    return _versions.parse(torch.__version__)
 
 
-def torch_npu_version() -> tuple[int, ...] | None:
+def torch_npu_version() -> Version | None:
     """Version of the torch_npu we translate to: the real one, or the one the simulator emulates."""
     module = sys.modules.get("torch_npu")
     if module is None:
         return None
     text = getattr(module, "__version__", None)
-    return version_tuple(str(text)) if text else None
+    from ascend_compat import _versions
+
+    return _versions.parse(str(text)) if text else None

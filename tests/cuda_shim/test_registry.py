@@ -110,7 +110,7 @@ def test_failure_midway_reverts_everything(fake_modules):
 
 
 def test_version_gates():
-    v = {"torch": (2, 13, 0), "torch_npu": None, "lib": (0, 22, 1)}
+    v = {"torch": "2.13.0+cpu", "torch_npu": None, "lib": "0.22.1"}
     assert version_matches("torch>=2.5", v)
     assert version_matches("torch>=2.5,<3; lib>=0.22", v)
     assert not version_matches("torch<2.5", v)

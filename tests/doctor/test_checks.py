@@ -105,12 +105,24 @@ def test_visible_devices_absent_means_no_check():
 
 
 def test_cuda_visible_devices_without_ascend_equivalent():
-    (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "2,3"})),
-                   "cuda_visible_devices")
-    assert c.status is WARN and "ASCEND_RT_VISIBLE_DEVICES=2,3" in c.fix
+    (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "2,3"})), "cuda_env")
+    assert c.status is WARN and "set ASCEND_RT_VISIBLE_DEVICES" in c.fix and "ascend-compat run" in c.fix
     (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "2,3",
-                                                     "ASCEND_RT_VISIBLE_DEVICES": "2,3"})), "cuda_visible_devices")
-    assert c.status is INFO
+                                                     "ASCEND_RT_VISIBLE_DEVICES": "2,3"})), "cuda_env")
+    assert c.status is INFO and "ASCEND_RT_VISIBLE_DEVICES=2,3 instead" in c.detail
+
+
+def test_cuda_env_advice_is_the_knowledge_records():
+    """doctor states the same facts as check and the shim: the env-var record's reason and advice."""
+    from ascend_compat.knowledge import env_vars
+
+    env = {**SOURCED_83, "NCCL_DEBUG": "INFO", "TORCH_CUDA_ARCH_LIST": "8.0", "NCCL_SOCKET_IFNAME": "eth0"}
+    got = {c.detail.split("=")[0]: c for c in by_name(run_doctor(make_env("toolkit83", env)), "cuda_env")}
+    assert set(got) == {"NCCL_DEBUG", "TORCH_CUDA_ARCH_LIST", "NCCL_SOCKET_IFNAME"}
+    for name in ("NCCL_DEBUG", "TORCH_CUDA_ARCH_LIST"):
+        rec = env_vars.lookup(name)
+        assert rec.reason in got[name].detail and got[name].fix == rec.advice[:-1]
+    assert got["NCCL_SOCKET_IFNAME"].status is WARN and "HCCL_SOCKET_IFNAME" in got["NCCL_SOCKET_IFNAME"].fix
 
 
 def test_home_path_pointing_at_an_older_install(tmp_path):

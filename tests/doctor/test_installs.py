@@ -6,24 +6,16 @@ from pathlib import Path
 import pytest
 
 from ascend_compat.doctor import installs
-from ascend_compat.doctor.versions import base_version, version_key
+from ascend_compat.doctor.versions import base_version
 
 from doctor_env import FIXTURES, make_env
 
 SMI = FIXTURES / "npu_smi"
 
 
-@pytest.mark.parametrize("lo,hi", [
-    ("8.0.RC1", "8.0.RC2"), ("8.0.RC3", "8.0.0"), ("8.0.0", "8.1.RC1"), ("8.3.RC1", "8.5.0"), ("8.5.0", "9.1.0"),
-    ("7.0.RC1", "7.0.0"), ("2.1.0rc1", "2.1.0"), ("2.5.1", "2.5.1.post1"), ("2.5.1.post1", "2.5.1.post2"),
-    ("24.1.rc2", "24.1.0"), ("8.5.0.alpha001", "8.5.0"), ("6.3.RC3", "6.3.RC3.1"),
-])
-def test_version_order(lo, hi):
-    assert version_key(lo) < version_key(hi)
-
-
 def test_base_version():
     assert base_version("2.5.1.post1") == "2.5.1" and base_version("2.6.0+cu124") == "2.6.0"
+    assert base_version("weird-build") == "weird-build"  # found on a machine: reported, not a crash
 
 
 def test_parse_910b_table():

@@ -2,8 +2,12 @@
 
 Each record's example runs under ``ascend-compat run --simulate`` (all examples of one kind in one
 subprocess, each isolated and reported as JSON): auto environment variables must reach their Ascend
-name, variables the shim does not translate must stay untouched, drop-in libraries must run on the
-npu device, and manual libraries must fail (the import, or the first use).
+name, variables the shim does not translate must stay untouched and derive nothing, drop-in
+libraries must run on the npu device and show their documented difference, manual libraries must
+fail (the import, or the first use); device, backend and extension records (auto: lands on npu;
+partial: prints the documented difference; manual: raises, and the advised edit runs). The run's
+torch / torch_npu / library versions must lie in every record's version ranges. check, migrate and
+the shim are then asked about the same records and must agree with them.
 """
 from __future__ import annotations
 
@@ -18,8 +22,10 @@ import pytest
 from ascend_compat.analysis.rules.catalog import RULES
 from ascend_compat.analysis.scan import scan_file
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP
-from ascend_compat.knowledge import AUTO, MANUAL, PARTIAL, env_vars, libraries
-from ascend_compat.knowledge.records import advice_problems
+from ascend_compat.knowledge import AUTO, MANUAL, PARTIAL, backends, devices, env_vars, extensions, libraries
+from ascend_compat.knowledge.records import advice_problems, placeholder_problems
+
+CONSTRUCTS = devices.RECORDS + backends.RECORDS + extensions.RECORDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cuda_shim"))
 from shim_helpers import REPO, clean_env  # noqa: E402
@@ -39,59 +45,121 @@ def _concrete(name: str) -> str:
 
 
 def test_every_record_has_an_example():
-    missing = [r.name for r in libraries.RECORDS if not r.example]
-    missing += [r.name for r in env_vars.RECORDS if r.shim_maps and r.example is None
-                and r.name != "PYTORCH_ALLOC_CONF"]
+    missing = [r.name for r in libraries.RECORDS if not r.example or (r.verdict == PARTIAL and not r.expect)]
+    missing += [r.name for r in CONSTRUCTS if not r.example or not r.expect]
+    missing += [r.name for r in env_vars.RECORDS if r.shim_maps and r.example is None]
     assert missing == []
 
 
 def test_env_var_examples_under_the_simulator(tmp_path):
+    """Translated variables reach their Ascend name with the converted value; every other record
+    (partial: "set the Ascend variable yourself" / "ignored on Ascend", manual) is left exactly as set
+    and makes no Ascend variable appear: the documented difference, observed."""
     auto = [r for r in env_vars.RECORDS if r.shim_maps and r.example]
     # two records that map to the same Ascend name cannot be proven in one process
     by_target: dict[str, list] = {}
     for r in auto:
         by_target.setdefault(r.ascend, []).append(r)
     rounds = max(len(v) for v in by_target.values())
-    untranslated = [r for r in env_vars.RECORDS if not r.shim_maps]
+    untranslated = {_concrete(r.name): "1" for r in env_vars.RECORDS if not r.shim_maps}
+    script = """
+        import json, os, torch
+        assert torch.ones(1).cuda().device.type == "npu"
+        print(json.dumps(dict(os.environ)))
+        """
+    baseline = _run_simulated(script, tmp_path)
     for i in range(rounds):
         batch = [v[i] for v in by_target.values() if len(v) > i]
         env = {r.name: r.example[0] for r in batch}
-        env.update({_concrete(r.name): "1" for r in untranslated if r.ascend is None or r.rule != "cuda-extension"})
-        watched = sorted({r.ascend for r in env_vars.RECORDS if r.ascend})
-        got = _run_simulated(f"""
-            import json, os, torch
-            assert torch.ones(1).cuda().device.type == "npu"
-            print(json.dumps({{k: os.environ.get(k) for k in {watched!r}}}))
-            """, tmp_path, **env)
+        env.update(untranslated)
+        got = _run_simulated(script, tmp_path, **env)
         for r in batch:
             assert got[r.ascend] == r.example[1], r.name
-        for r in untranslated:
-            if r.ascend and r.ascend not in {b.ascend for b in batch}:
-                assert got[r.ascend] is None, f"{r.name} must not be translated to {r.ascend}"
+        appeared = {k for k in got if k not in baseline and k not in env}
+        assert appeared == {r.ascend for r in batch}
+        assert {k: got.get(k) for k in untranslated} == untranslated
 
 
-def test_library_examples_under_the_simulator(tmp_path):
-    examples = {r.name: r.example for r in libraries.RECORDS}
-    got = _run_simulated(f"""
-        import contextlib, io, json
+def _run_examples(examples: dict, tmp_path: Path) -> dict:
+    """Each example (name -> code) in its own namespace in one simulated run: ``"ran:<last line>"``
+    or ``"raised:<exception type>: <message>"`` (ImportError subclasses as ``ImportError``)."""
+    return _run_simulated(f"""
+        import contextlib, io, json, os, tempfile
+        os.chdir(tempfile.mkdtemp())
         out = {{}}
         for name, code in {examples!r}.items():
             buf = io.StringIO()
             try:
                 with contextlib.redirect_stdout(buf):
                     exec(compile(code, name, "exec"), {{}})
-                out[name] = "ran:" + buf.getvalue().strip()
+                lines = buf.getvalue().strip().splitlines()
+                out[name] = "ran:" + (lines[-1] if lines else "")
             except ImportError as e:
-                out[name] = "ImportError"
+                out[name] = "raised:ImportError"
             except Exception as e:
-                out[name] = type(e).__name__ + ": " + str(e)[:200]
+                out[name] = "raised:" + type(e).__name__ + ": " + str(e)[:200]
         print(json.dumps(out))
         """, tmp_path)
+
+
+_VERSIONS = "__versions__"
+
+
+def _versions_probe(libs: list[str]) -> str:
+    """An example printing, as JSON, the torch and torch_npu versions of the run and those of ``libs``."""
+    return ("import importlib.metadata as md, json, torch, torch_npu\n"
+            "def v(name):\n    try:\n        return md.version(name)\n    except md.PackageNotFoundError:\n"
+            "        return None\n"
+            f"print(json.dumps({{'torch': torch.__version__, 'torch_npu': torch_npu.__version__, "
+            f"'libs': {{n: v(n) for n in {libs!r}}}}}))")
+
+
+def _assert_examples_apply(records, got: dict) -> None:
+    """The run's versions lie inside every record's ranges: its example proves the record where it applies."""
+    seen = json.loads(got[_VERSIONS][len("ran:"):])
+    outside = [r.name for r in records
+               if not r.versions.applies(torch=seen["torch"], torch_npu=seen["torch_npu"],
+                                         library=seen["libs"].get(r.name.split(".")[0]))]
+    assert outside == []
+
+
+def test_library_examples_under_the_simulator(tmp_path):
+    ranged = sorted({r.name.split(".")[0] for r in libraries.RECORDS if r.versions.library})
+    got = _run_examples({_VERSIONS: _versions_probe(ranged), **{r.name: r.example for r in libraries.RECORDS}},
+                        tmp_path)
+    _assert_examples_apply(libraries.RECORDS, got)
     wrong = {}
     for r in libraries.RECORDS:
-        ok = not got[r.name].startswith("ran:") if r.verdict == MANUAL else got[r.name].startswith("ran:") and got[r.name].endswith("npu")
+        if r.verdict == MANUAL:
+            ok = got[r.name].startswith("raised:")
+        elif r.verdict == PARTIAL:  # runs on the npu, and the documented difference shows
+            ok = got[r.name] == f"ran:{r.expect}" and r.expect.startswith("npu ")
+        else:
+            ok = got[r.name] == "ran:npu"
         if not ok:
             wrong[r.name] = (r.verdict, got[r.name])
+    assert wrong == {}
+
+
+def test_construct_examples_under_the_simulator(tmp_path):
+    """auto: runs and lands on npu; partial: runs and prints the documented difference; manual: the
+    example raises the documented error, and the advised edit (where a snippet can show it) runs."""
+    examples = {_VERSIONS: _versions_probe([]), **{r.name: r.example for r in CONSTRUCTS}}
+    examples.update({r.name + " (fixed)": r.fixed for r in CONSTRUCTS if r.fixed})
+    got = _run_examples(examples, tmp_path)
+    _assert_examples_apply(CONSTRUCTS, got)
+    wrong = {}
+    for r in CONSTRUCTS:
+        if r.verdict == MANUAL:
+            ok = got[r.name].startswith(f"raised:{r.expect}:")
+            if r.fixed:
+                ok = ok and got[r.name + " (fixed)"] == f"ran:{r.fixed_expect}"
+        else:
+            ok = got[r.name] == f"ran:{r.expect}"
+            if r.verdict == AUTO and r.kind in ("device", "backend"):
+                ok = ok and "npu" in r.expect
+        if not ok:
+            wrong[r.name] = (r.verdict, got[r.name], got.get(r.name + " (fixed)"))
     assert wrong == {}
 
 
@@ -112,26 +180,81 @@ def test_check_rates_env_vars_as_the_shim_handles_them(tmp_path):
         assert (f.handling == AUTO) == (n in ENV_MAP), n
 
 
+def test_check_rates_constructs_as_their_records(tmp_path):
+    """check reports each construct's own example under the record's rule with the record's verdict."""
+    wrong = {}
+    for r in CONSTRUCTS:
+        if r.rule is None:
+            continue  # check has no rule for it (the difference shows only at run time)
+        got = {(f.rule, f.handling) for f in _check(tmp_path, r.example)}
+        if {h for rule, h in got if rule == r.rule} != {r.verdict}:
+            wrong[r.name] = (r.rule, r.verdict, sorted(got))
+    assert wrong == {}
+
+
+def test_migrate_applies_each_records_rewrite():
+    from ascend_compat.analysis.migrate.transform import migrate_source
+
+    def norm(text: str) -> str:
+        return text.replace('"', "'")
+
+    for r in CONSTRUCTS:
+        if r.rewrite:
+            new = norm(migrate_source(r.example).code)
+            before, after = (norm(t) for t in r.rewrite)
+            assert after in new and before not in new, (r.name, new)
+    for r in env_vars.RECORDS:
+        if r.rewrite:
+            new = migrate_source(f"import os\nos.environ[{r.name!r}] = '0'\n").code
+            assert f"os.environ[{r.ascend!r}]" in new, r.name
+
+
+def test_shim_translation_is_the_records_rewrite():
+    from ascend_compat.cuda_shim import devices as shim_devices
+
+    for r in backends.RECORDS:
+        if r.rewrite:
+            before, after = (t.strip('"') for t in r.rewrite)
+            assert shim_devices.translate_backend(before) == after == backends.rewrite(before), r.name
+    for r in devices.RECORDS:
+        if r.rewrite and r.rewrite[0].startswith('"'):
+            before, after = (t.strip('"') for t in r.rewrite)
+            assert shim_devices.translate(before) == after == devices.rewrite(before), r.name
+    assert shim_devices.translate("ckpt_cuda.pt") == "ckpt_cuda.pt"
+
+
 def test_check_rates_libraries_as_their_records(tmp_path):
     src = "".join(f"import {r.name}\n" for r in libraries.RECORDS)
     found = _check(tmp_path, src)
     assert {f.line: f.handling for f in found} == {i + 1: r.verdict for i, r in enumerate(libraries.RECORDS)}
 
 
-def test_advice_texts_follow_one_sentence_form(tmp_path):
-    texts = [r.replacement for r in libraries.RECORDS] + [r.advice for r in env_vars.RECORDS]
-    texts += [r.reason for r in env_vars.RECORDS] + [r.suggestion for r in RULES.values()]
-    bad = {t: advice_problems(t) for t in texts if advice_problems(t)}
+def test_advice_texts_follow_one_sentence_form():
+    """Every advice sentence generated from the records: a verb or a capital first, one full stop at
+    the end, no placeholder, no word twice in a row; reasons and rule texts at least print as given."""
+    advice = [r.advice for r in libraries.RECORDS + env_vars.RECORDS + CONSTRUCTS]
+    bad = {t: advice_problems(t) for t in advice if advice_problems(t)}
     assert bad == {}
-    for r in libraries.RECORDS:
-        assert r.replacement.split()[0] in ("use", "keep", "port", "replace", "install", "run"), r.name
+    texts = [r.reason for r in env_vars.RECORDS + CONSTRUCTS] + [r.what for r in libraries.RECORDS]
+    texts += [r.suggestion for r in RULES.values()] + [extensions.refusal("x")]
+    bad = {t: placeholder_problems(t) for t in texts if placeholder_problems(t)}
+    assert bad == {}
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("use torch.npu.<name>", "placeholder"), ("use the the NPU.", "repeated"), ("use it", "full stop"),
+    ("it is fine.", "not a verb or a capital"), ("use it..", "full stop"),
+])
+def test_advice_form_checker_catches(text, problem):
+    assert any(problem in p for p in advice_problems(text))
 
 
 def test_findings_advice_has_no_placeholders(tmp_path):
     src = (Path(__file__).parent / "advice_sample.py").read_text()
     findings = _check(tmp_path, src)
     assert findings
-    bad = [(f.rule, f.suggestion, advice_problems(f.suggestion)) for f in findings if advice_problems(f.suggestion)]
+    bad = [(f.rule, f.suggestion, placeholder_problems(f.suggestion)) for f in findings
+           if placeholder_problems(f.suggestion)]
     assert bad == []
     suggestions = {f.rule: set() for f in findings}
     for f in findings:
@@ -139,6 +262,34 @@ def test_findings_advice_has_no_placeholders(tmp_path):
     # one construct, one piece of advice: GradScaler is not advised two ways
     amp = [s for s in suggestions.get("cuda-amp", ()) if "GradScaler" in s]
     assert len(amp) <= 1 and all("torch.amp.GradScaler" in s for s in amp)
+
+
+def test_version_ranges_are_evaluated_by_the_version_parser():
+    from ascend_compat._versions import VersionError
+    from ascend_compat.knowledge import Versions
+
+    torch_nccl = env_vars.BY_NAME["TORCH_NCCL_ASYNC_ERROR_HANDLING"].versions
+    assert torch_nccl.applies(torch="2.13.0+cpu") and torch_nccl.applies(torch="2.2.0")
+    assert not torch_nccl.applies(torch="2.1.0") and env_vars.BY_NAME["NCCL_ASYNC_ERROR_HANDLING"].versions.applies(
+        torch="2.1.0")
+    ds = libraries.BY_NAME["deepspeed"].versions
+    assert ds.applies(library="0.19.8") and not ds.applies(library="0.9.5") and ds.applies()
+    assert not libraries.BY_NAME["flash_attn"].versions.applies(library="3.0.0b1")
+    int_device = devices.BY_NAME["integer device ordinal"].versions
+    assert int_device.applies(torch="2.5.1") and not int_device.applies(torch="2.4.0")
+    assert backends.BY_NAME['"cuda:nccl,cpu:gloo"'].versions.applies(torch="2.0.1", torch_npu="2.1.0.post17")
+    with pytest.raises(VersionError, match="bad version specifier"):
+        Versions(torch="~2")
+
+
+def test_every_version_range_is_a_specifier_set():
+    from packaging.specifiers import SpecifierSet
+
+    records = env_vars.RECORDS + libraries.RECORDS + CONSTRUCTS
+    for r in records:
+        for spec in (r.versions.torch, r.versions.torch_npu, r.versions.library):
+            assert str(SpecifierSet(spec)) == str(SpecifierSet(str(SpecifierSet(spec))))
+    assert sum(bool(r.versions.torch or r.versions.library or r.versions.torch_npu) for r in records) >= 8
 
 
 @pytest.mark.parametrize("verdict", [AUTO, PARTIAL, MANUAL])

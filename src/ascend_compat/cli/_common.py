@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 OK = 0
@@ -92,9 +91,6 @@ def positive_megabytes(text: str) -> float:
     return value
 
 
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:[.+\-a-zA-Z0-9]*)\s*$")
-
-
 def torch_npu_version(text: str) -> str:
     """argparse type: a torch_npu version ascend-compat has data for (returned unchanged).
 
@@ -102,15 +98,15 @@ def torch_npu_version(text: str) -> str:
     major version, is refused; a newer minor of the same major is accepted with a warning (the
     newest table is then used).
     """
-    from ascend_compat import data
+    from ascend_compat import _versions, data
 
-    m = _VERSION.match(text)
     known = data.native_op_versions()
     listing = f"known: {known[0]} to {known[-1]}"
-    if m is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a version like 2.5 or 2.5.1 ({listing})")
-    major, minor = int(m.group(1)), int(m.group(2))
-    newest = tuple(int(p) for p in known[-1].split("."))
+    try:
+        major, minor = _versions.minor(text)
+    except _versions.VersionError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a version like 2.5 or 2.5.1 ({listing})") from None
+    newest = _versions.minor(known[-1])
     if major > newest[0]:
         raise argparse.ArgumentTypeError(f"torch_npu {text} does not exist ({listing})")
     try:

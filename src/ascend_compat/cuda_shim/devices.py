@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ascend_compat.knowledge import backends as _knowledge_backends, devices as _knowledge_devices
+
 __all__ = ["translate", "translate_backend", "set_target", "target", "is_cuda_string"]
 
 _TARGET = "npu"
@@ -45,16 +47,14 @@ def target() -> str:
 
 
 def is_cuda_string(value: str) -> bool:
-    """True for exactly ``"cuda"`` or ``"cuda:N"`` (N a non-negative decimal integer)."""
-    if value == "cuda":
-        return True
-    return value.startswith("cuda:") and value[5:].isdigit() and value[5:].isascii()
+    """True for exactly ``"cuda"`` or ``"cuda:N"`` (the grammar lives in :mod:`ascend_compat.knowledge.devices`)."""
+    return _knowledge_devices.is_cuda_string(value)
 
 
 def _translate_str(value: str) -> str:
     out = _STR_CACHE.get(value)
     if out is None:
-        out = _TARGET + value[4:] if is_cuda_string(value) else value
+        out = _knowledge_devices.rewrite(value, _TARGET)
         if len(_STR_CACHE) < 4096:
             _STR_CACHE[value] = out
     return out
@@ -94,21 +94,6 @@ def translate_device_kwargs(kwargs: dict, ints: bool = True) -> bool:
 
 def translate_backend(value: Any) -> Any:
     """Distributed backend strings: ``"nccl"`` -> ``"hccl"``, ``"cuda:nccl"`` -> ``"npu:hccl"``,
-    ``"cpu:gloo,cuda:nccl"`` -> ``"cpu:gloo,npu:hccl"``. Other values pass through."""
-    if not isinstance(value, str):
-        return value
-    low = value.strip().lower()
-    if low == "nccl":
-        return "hccl"
-    if ":" not in low:
-        return value
-    parts = []
-    changed = False
-    for item in low.split(","):
-        dev, _, be = item.strip().partition(":")
-        if dev == "cuda":
-            dev, changed = _TARGET, True
-        if be == "nccl":
-            be, changed = "hccl", True
-        parts.append(f"{dev}:{be}" if be else dev)
-    return ",".join(parts) if changed else value
+    ``"cpu:gloo,cuda:nccl"`` -> ``"cpu:gloo,npu:hccl"`` (:func:`ascend_compat.knowledge.backends.rewrite`).
+    Other values pass through."""
+    return _knowledge_backends.rewrite(value, _TARGET)

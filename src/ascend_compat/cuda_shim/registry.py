@@ -31,6 +31,7 @@ import threading
 from typing import Any, Callable, Iterable
 
 from ascend_compat._log import get_logger
+from ascend_compat._versions import Version, VersionError, parse as parse_version, requirement_holds
 
 __all__ = [
     "Change",
@@ -196,41 +197,13 @@ def _own_dict(owner: Any) -> Any:
 
 # --------------------------------------------------------------------------- versions
 
-def _parse_spec(spec: str) -> list[tuple[str, str, tuple[int, ...]]]:
-    """``"torch>=2.5,<3; torch_npu>=2.1"`` -> ``[("torch", ">=", (2, 5)), ...]``."""
-    from ascend_compat.backend import version_tuple
+def version_matches(spec: str, versions: dict[str, Version | None]) -> bool:
+    """True when every ``;``-separated clause of ``spec`` (``"torch>=2.5,<3; torch_npu>=2.1"``, each a
+    package name and a ``packaging`` specifier set) holds for ``versions`` (package -> version).
 
-    out = []
-    for clause in filter(None, (c.strip() for c in spec.split(";"))):
-        i = 0
-        while i < len(clause) and (clause[i].isalnum() or clause[i] in "_-"):
-            i += 1
-        pkg, rest = clause[:i], clause[i:]
-        for cond in filter(None, (c.strip() for c in rest.split(","))):
-            op = cond[:2] if cond[:2] in (">=", "<=", "==", "!=") else cond[:1]
-            if op not in (">=", "<=", "==", "!=", ">", "<"):
-                raise ValueError(f"bad version specifier {cond!r} in {spec!r}")
-            out.append((pkg, op, version_tuple(cond[len(op):].strip())))
-    return out
-
-
-def version_matches(spec: str, versions: dict[str, tuple[int, ...] | None]) -> bool:
-    """True when every clause of ``spec`` holds for ``versions`` (package -> version tuple).
-
-    A clause about a package whose version is unknown (None) does not hold.
+    A clause about a package whose version is unknown (None) does not hold; a malformed clause raises ValueError.
     """
-    import operator
-
-    ops = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-           ">": operator.gt, "<": operator.lt}
-    for pkg, op, wanted in _parse_spec(spec):
-        have = versions.get(pkg)
-        if have is None:
-            return False
-        n = len(wanted)
-        if not ops[op](tuple(have[:n]) + (0,) * max(0, n - len(have)), wanted):
-            return False
-    return True
+    return requirement_holds(spec, versions)
 
 
 class _Versions(dict):
@@ -241,15 +214,13 @@ class _Versions(dict):
             from importlib.metadata import PackageNotFoundError, version
 
             try:
-                from ascend_compat.backend import version_tuple
-
-                self[key] = version_tuple(version(key))
-            except PackageNotFoundError:
+                self[key] = parse_version(version(key))
+            except (PackageNotFoundError, VersionError):  # not installed, or an unreadable version
                 self[key] = None
         return dict.get(self, key, default)
 
 
-def _versions() -> dict[str, tuple[int, ...] | None]:
+def _versions() -> dict[str, Version | None]:
     from ascend_compat import backend
 
     return _Versions(torch=backend.torch_version(), torch_npu=backend.torch_npu_version())

@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+from ascend_compat import _versions
 
 __all__ = [
     "DataError",
@@ -104,33 +105,21 @@ def load_table(name: str) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------- versions
 
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)")
-
-
 def _minor(version: str) -> Tuple[int, int]:
-    m = _VERSION_RE.match(str(version))
-    if not m:
-        raise ValueError(
-            f"cannot read a version from {version!r}: expected a torch_npu or torch version such as "
-            "'2.5.1', '2.5.1.post1' or '2.13.0+cpu'"
-        )
-    return int(m.group(1)), int(m.group(2))
-
-
-def _key_tuple(key: str) -> Tuple[int, int]:
-    return _minor(key)
+    """(major, minor) of a torch_npu or torch version; tables are keyed by release line."""
+    return _versions.minor(version)
 
 
 def _resolve(version: Optional[str], available: Iterable[str], what: str) -> str:
-    keys = sorted(available, key=_key_tuple)
+    keys = sorted(available, key=_minor)
     if not keys:
         raise DataError(f"no versions in the {what} table")
     if version is None:
         return keys[-1]
     want = _minor(version)
-    if want > _key_tuple(keys[-1]):
+    if want > _minor(keys[-1]):
         return keys[-1]
-    older = [k for k in keys if _key_tuple(k) <= want]
+    older = [k for k in keys if _minor(k) <= want]
     if not older:
         raise ValueError(
             f"torch_npu {version} is older than every version with {what} data "
@@ -146,7 +135,7 @@ def resolve_version(version: Optional[str] = None) -> str:
 
 def native_op_versions() -> Tuple[str, ...]:
     """Versions with op-coverage tables, oldest first, e.g. ``("2.1", "2.2", ..., "2.14")``."""
-    return tuple(sorted(load_table("npu_native_ops.json")["versions"], key=_key_tuple))
+    return tuple(sorted(load_table("npu_native_ops.json")["versions"], key=_minor))
 
 
 # ---------------------------------------------------------------- op coverage
@@ -240,7 +229,7 @@ def npu_op_schemas() -> Dict[str, Dict[str, Any]]:
 
 def npu_api_versions() -> Tuple[str, ...]:
     """Versions with ``torch_npu.npu`` API tables, oldest first."""
-    return tuple(sorted(load_table("npu_api.json")["versions"], key=_key_tuple))
+    return tuple(sorted(load_table("npu_api.json")["versions"], key=_minor))
 
 
 @functools.lru_cache(maxsize=None)
@@ -263,7 +252,7 @@ def custom_api(version: Optional[str] = None) -> FrozenSet[str]:
 
 def cuda_api_versions() -> Tuple[str, ...]:
     """torch_npu versions the ``torch.cuda`` mapping distinguishes, oldest first."""
-    return tuple(sorted(load_table("cuda_api_map.json")["versions"], key=_key_tuple))
+    return tuple(sorted(load_table("cuda_api_map.json")["versions"], key=_minor))
 
 
 def cuda_api_map(torch_npu_version: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
@@ -286,8 +275,8 @@ def cuda_api_map(torch_npu_version: Optional[str] = None) -> Dict[str, Dict[str,
 
 def _latest_at(by_version: Dict[str, Any], key: str) -> Any:
     found = None
-    for v in sorted(by_version, key=_key_tuple):
-        if _key_tuple(v) <= _key_tuple(key):
+    for v in sorted(by_version, key=_minor):
+        if _minor(v) <= _minor(key):
             found = by_version[v]
     return found
 
@@ -298,7 +287,7 @@ def _cuda_map(key: str) -> Dict[str, Dict[str, Any]]:
     for name, info in load_table("cuda_api_map.json")["names"].items():
         row = None
         for step in info["history"]:  # change points, oldest first
-            if _key_tuple(step["from"]) <= _key_tuple(key):
+            if _minor(step["from"]) <= _minor(key):
                 row = step
         if row is None:
             continue
@@ -336,17 +325,12 @@ def recommended(torch_version: str) -> Optional[Dict[str, Any]]:
     major.minor; local suffixes (``"+cpu"``) are ignored. Among matches, rows from Ascend's matrix
     (which name a CANN version) win over PyPI-only releases; then the newest torch_npu wins.
     """
-    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", str(torch_version))
-    if not m:
-        raise ValueError(f"cannot read a torch version from {torch_version!r}: expected e.g. '2.5.1'")
-    matches = []
-    for row in version_matrix():  # newest first
-        t = re.match(r"(\d+)\.(\d+)\.(\d+)", row["torch"] or "")
-        if t is None or t.group(1, 2) != m.group(1, 2):
-            continue
-        if m.group(3) is not None and t.group(3) != m.group(3):
-            continue
-        matches.append(row)
+    want = _versions.release(torch_version)
+    if len(want) < 2:
+        want = _minor(torch_version)
+    want = want[:3]
+    matches = [row for row in version_matrix()  # newest first
+               if row["torch"] and _versions.release(row["torch"])[:len(want)] == want]
     documented = [r for r in matches if r["status"] != "pypi-only"]
     return (documented or matches or [None])[0]
 

@@ -14,7 +14,9 @@ from typing import Callable, Iterable, Union
 
 from ascend_compat.doctor import installs
 from ascend_compat.doctor.environment import Check, Environment, ProbeResult, Status
-from ascend_compat.doctor.versions import base_version, matrix_rows, python_range, version_key
+from ascend_compat._versions import cann_key, key as version_key
+from ascend_compat.knowledge import env_vars
+from ascend_compat.doctor.versions import base_version, matrix_rows, python_range, release_line
 
 OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
 
@@ -203,8 +205,8 @@ def _suggest_torch_npu(f: Facts) -> str:
             return f"pip install torch-npu=={best['torch_npu']}" + (
                 f" (published pairing: torch {best['torch']}, CANN {best['cann']})" if best["cann"] else "")
     if tv and rows:
-        mm = tv.split(".")[:2]
-        same_minor = [r for r in rows if r["torch"].split(".")[:2] == mm]
+        mm = release_line(tv)
+        same_minor = [r for r in rows if mm and release_line(r["torch"]) == mm]
         if same_minor:
             best = max(same_minor, key=lambda r: (version_key(r["torch"]), version_key(r["torch_npu"])))
             return (f"no torch_npu release is built for torch {tv}; the nearest is torch_npu {best['torch_npu']} "
@@ -303,7 +305,7 @@ def check_cann_components(f: Facts) -> CheckResult:
         return None
     out = []
     comps = {k: v for k, v in c.components.items() if k in ("runtime", "compiler", "hccl", "opp", "toolkit")}
-    distinct = {version_key(v) for v in comps.values()}
+    distinct = {cann_key(v) for v in comps.values()}
     if len(distinct) > 1:
         listing = ", ".join(f"{k} {v}" for k, v in sorted(comps.items()))
         out.append(Check("cann_components", WARN, f"CANN components have different versions: {listing}",
@@ -313,7 +315,7 @@ def check_cann_components(f: Facts) -> CheckResult:
                          f"no ops (kernels) package detected for CANN {c.version} (no ascend_ops_install.info, "
                          "no opp_kernel in version.cfg); ops then fail with EZ9999 'Cannot find bin of op' / 561003",
                          f"install the CANN ops/kernels package {c.version} for your chip from {CANN_DOWNLOAD}"))
-    elif version_key(c.ops_version) != version_key(c.version):
+    elif cann_key(c.ops_version) != cann_key(c.version):
         out.append(Check("cann_ops", WARN, f"ops package {c.ops_version} does not match toolkit {c.version}",
                          f"install the ops package of version {c.version}"))
     else:
@@ -341,7 +343,7 @@ def check_firmware(f: Facts) -> CheckResult:
     path, version = fw
     if d is not None and d.compatible_fw and version:
         lo, hi = d.compatible_fw
-        if not (version_key(lo) <= version_key(version) <= version_key(hi)):
+        if not (cann_key(lo) <= cann_key(version) <= cann_key(hi)):
             return Check("firmware", WARN, f"firmware {version} is outside the range driver {d.version} accepts "
                                            f"({lo} .. {hi})",
                          "install the firmware package released with this driver")
@@ -402,7 +404,7 @@ def _newest_cann_hint(rows: list[dict]) -> str:
     paired = [r for r in rows if r["cann"]]
     if not paired:
         return ""
-    best = max(paired, key=lambda r: (version_key(r["cann"]), version_key(r["torch_npu"])))
+    best = max(paired, key=lambda r: (cann_key(r["cann"]), version_key(r["torch_npu"])))
     return f" (newest published pairing: torch_npu {best['torch_npu']} + CANN {best['cann']})"
 
 
@@ -436,7 +438,7 @@ def check_compatibility(f: Facts) -> CheckResult:
         return Check("compatibility", WARN, f"torch_npu {n.version} is not in the published compatibility matrix"
                                             f"{hint}; its CANN pairing is not documented",
                      "prefer a published combination, or use the newest CANN and verify with a small run")
-    canns = sorted({r["cann"] for r in same if r["cann"]}, key=version_key)
+    canns = sorted({r["cann"] for r in same if r["cann"]}, key=cann_key)
     if not canns:
         return Check("compatibility", WARN if cv else INFO,
                      f"torch_npu {n.version} is on PyPI but its CANN pairing is not published"
@@ -447,7 +449,7 @@ def check_compatibility(f: Facts) -> CheckResult:
     if cv in canns:
         return Check("compatibility", OK, f"torch {t.version if t else '?'} + torch_npu {n.version} + CANN {cv} "
                                           "is a published combination")
-    if version_key(cv) < version_key(canns[0]):
+    if cann_key(cv) < cann_key(canns[0]):
         older = sorted({r["torch_npu"] for r in rows if r["cann"] == cv}, key=version_key)[-3:]
         alt = f", or a torch_npu released for CANN {cv}: {', '.join(older)}" if older else ""
         return Check("compatibility", FAIL, f"CANN {cv} is older than what torch_npu {n.version} was released for "
@@ -464,7 +466,7 @@ def check_autoload(f: Facts) -> CheckResult:
     flag = f.environment.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
     if t is None:
         return None
-    if version_key(base_version(t.version)) < version_key("2.5.0"):
+    if (release_line(t.version) or (0, 0)) < (2, 5):
         return Check("autoload", INFO, f"torch {t.version} has no device-backend autoload: scripts must "
                                        "'import torch_npu' (ascend-compat run does it for you)")
     if flag == "0":
@@ -519,17 +521,26 @@ def check_visible_devices(f: Facts) -> CheckResult:
     return Check(name, INFO, f"ASCEND_RT_VISIBLE_DEVICES={value} (cannot verify the range: device count unknown)")
 
 
-def check_cuda_visible(f: Facts) -> CheckResult:
-    cvd = f.environment.get("CUDA_VISIBLE_DEVICES")
-    if cvd is None:
-        return None
-    if f.environment.get("ASCEND_RT_VISIBLE_DEVICES") is None:
-        return Check("cuda_visible_devices", WARN, f"CUDA_VISIBLE_DEVICES={cvd} is set but Ascend ignores it; all "
-                                                   "NPUs stay visible",
-                     f"set ASCEND_RT_VISIBLE_DEVICES={cvd} (ascending ids), or run under ascend-compat run, "
-                     "which translates it")
-    return Check("cuda_visible_devices", INFO, f"CUDA_VISIBLE_DEVICES={cvd} is set; Ascend uses "
-                                               "ASCEND_RT_VISIBLE_DEVICES instead")
+def check_cuda_env(f: Facts) -> CheckResult:
+    """CUDA / NCCL variables set here, judged by their knowledge records (what the shim translates,
+    what check reports): a translated variable whose Ascend name is unset only works under the shim."""
+    out = []
+    torch_version = f.torch.version if f.torch and release_line(f.torch.version) else None
+    for name in sorted(f.environment.env):
+        rec = env_vars.lookup(name)
+        if rec is None or not rec.versions.applies(torch=torch_version):
+            continue
+        value = f.environment.get(name)
+        if rec.shim_maps and f.environment.get(rec.ascend) is None:
+            out.append(Check("cuda_env", WARN, f"{name}={value} is set but Ascend reads {rec.ascend}, which is unset "
+                                               f"({rec.reason})",
+                             f"{rec.advice[:-1]}, or run under ascend-compat run, which translates it"))
+        elif rec.shim_maps:
+            out.append(Check("cuda_env", INFO, f"{name}={value} is set; Ascend uses "
+                                               f"{rec.ascend}={f.environment.get(rec.ascend)} instead"))
+        else:
+            out.append(Check("cuda_env", INFO, f"{name}={value}: {rec.reason}", rec.advice[:-1]))
+    return out
 
 
 def _paths(value: str | None) -> list[str]:
@@ -616,7 +627,7 @@ def check_simulator(f: Facts) -> CheckResult:
 CHECKS: list[Callable[[Facts], CheckResult]] = [
     check_simulator, check_python, check_torch, check_torch_npu, check_torch_npu_import, check_cann,
     check_cann_components, check_driver, check_firmware, check_devices, check_npu_smi, check_compatibility,
-    check_autoload, check_visible_devices, check_cuda_visible, check_set_env, check_runtime_settings,
+    check_autoload, check_visible_devices, check_cuda_env, check_set_env, check_runtime_settings,
 ]
 
 

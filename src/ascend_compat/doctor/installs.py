@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ascend_compat.doctor.environment import Environment
-from ascend_compat.doctor.versions import version_key
+from ascend_compat import _versions
+from ascend_compat._versions import cann_key
 
 
 # ---------------------------------------------------------------- Python distributions
@@ -84,9 +85,9 @@ def _torch_cuda(info: DistInfo) -> str | None:
 def torch_pin(torch_npu: DistInfo) -> str | None:
     """The ``torch==X.Y.Z.*`` requirement torch_npu was built against, as ``X.Y.Z`` (None if absent)."""
     for req in torch_npu.requires:
-        m = re.match(r"^torch\s*==\s*([0-9][0-9.]*?)(?:\.\*)?\s*(?:;|$)", req.strip())
-        if m:
-            return m.group(1)
+        pin = _versions.pinned(req, "torch")
+        if pin:
+            return pin
     return None
 
 
@@ -169,8 +170,8 @@ def read_cann(environment: Environment, home: str | Path, source: str) -> CannIn
         ops = components.get("opp_kernel")
     parts = Path(str(home)).parts
     layout = "ascend-toolkit" if "ascend-toolkit" in parts else "cann" if any(
-        p == "cann" or p.startswith("cann-") for p in parts) else "ascend-toolkit" if version and version_key(
-        version) < version_key("8.5.0") else "cann"
+        p == "cann" or p.startswith("cann-") for p in parts) else "ascend-toolkit" if version and cann_key(
+        version) < cann_key("8.5.0") else "cann"
     set_env = None
     for cand in (real.parent / "set_env.sh", real / "set_env.sh"):
         if cand.is_file():
@@ -195,13 +196,13 @@ def candidate_cann_homes(environment: Environment) -> list[tuple[str, str]]:
         out.append((f"{base}/cann", "default location"))
         real = environment.path(base)
         if real.is_dir():
-            for d in sorted(real.glob("cann-*"), key=lambda p: version_key(p.name[5:]), reverse=True):
+            for d in sorted(real.glob("cann-*"), key=lambda p: cann_key(p.name[5:]), reverse=True):
                 out.append((f"{base}/{d.name}", "default location"))
         out.append((f"{base}/ascend-toolkit/latest", "default location"))
         tk = environment.path(f"{base}/ascend-toolkit")
         if tk.is_dir():
             for d in sorted((p for p in tk.iterdir() if p.is_dir() and p.name != "latest"),
-                            key=lambda p: version_key(p.name), reverse=True):
+                            key=lambda p: cann_key(p.name), reverse=True):
                 out.append((f"{base}/ascend-toolkit/{d.name}", "default location"))
     return out
 

@@ -1,15 +1,16 @@
 """Version arithmetic for torch, torch_npu and CANN, and the compatibility facts the doctor needs.
 
-``version_key`` orders CANN-style versions (``8.0.RC2 < 8.0.0 < 8.3.RC1 < 9.1.0``, alpha/beta/Tn
-before RCn before the release). ``base_version`` strips ``.postN`` / ``+local`` tags.
+Versions are read and ordered by ``ascend_compat._versions`` (``key`` for torch / torch_npu,
+``cann_key`` for CANN, driver and firmware). ``base_version`` strips ``.postN`` / ``+local`` tags.
 ``matrix_rows`` normalises the rows of ``ascend_compat.data.version_matrix()`` (torch_npu, torch,
 CANN) whatever their exact key spelling. ``PYTHON_BY_TORCH`` lists supported Python versions per
 torch release (PyTorch's published release compatibility table, as summarised in our reference notes).
 """
 from __future__ import annotations
 
-import re
 from typing import Callable, Optional
+
+from ascend_compat import _versions
 
 #: torch (major, minor) -> (lowest, highest) supported Python (major, minor)
 PYTHON_BY_TORCH: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]] = {
@@ -22,48 +23,22 @@ PYTHON_BY_TORCH: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]] 
     (2, 11): ((3, 10), (3, 14)), (2, 12): ((3, 10), (3, 14)), (2, 13): ((3, 10), (3, 14)),
 }
 
-_PRE = {"alpha": -4000, "a": -4000, "beta": -3000, "b": -3000, "t": -2000, "rc": -1000}
-
-
-def version_key(v: str) -> tuple:
-    """A sortable key for torch/torch_npu/CANN/driver versions; unparsable parts sort first."""
-    v = v.strip().lower().lstrip("v")
-    v = re.split(r"[+]", v)[0]
-    key: list[int] = []
-    for part in re.split(r"[.\-_]", v):
-        if not part:
-            continue
-        if part.isdigit():
-            key.append(int(part))
-            continue
-        m = re.fullmatch(r"(\d*)(alpha|beta|rc|post|a|b|t)(\d*)", part)
-        if not m:
-            key.append(-9000)
-            continue
-        lead, tag, num = m.group(1), m.group(2), int(m.group(3) or 0)
-        if lead:
-            key.append(int(lead))
-        if tag == "post":
-            key.extend([0] * max(0, 3 - len(key)))
-            key.append(10000 + num)
-        elif lead:
-            key.append(_PRE[tag] + num)
-        else:  # 8.0.RC2: the RC replaces the patch number
-            key.append(_PRE[tag] + num)
-    # pad so that "8.5.0" == "8.5.0.0" and pre-release parts (negative) sort below the release
-    key.extend([0] * max(0, 6 - len(key)))
-    return tuple(key)
-
 
 def base_version(v: str) -> str:
-    """``2.5.1.post1`` / ``2.5.1+cpu`` / ``2.1.0rc1`` -> ``2.5.1`` / ``2.5.1`` / ``2.1.0``."""
-    m = re.match(r"^(\d+(?:\.\d+){0,2})", v.strip())
-    return m.group(1) if m else v.strip()
+    """The release part of an installed torch / torch_npu version (``2.5.1.post1`` -> ``2.5.1``); an
+    unreadable version found on the machine is returned as found (the doctor reports, never crashes)."""
+    try:
+        return _versions.base(v)
+    except _versions.VersionError:
+        return v.strip()
 
 
-def major_minor(v: str) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)", v.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def release_line(v: str) -> Optional[tuple[int, int]]:
+    """(major, minor) of an installed version, or None when the version found is unreadable."""
+    try:
+        return _versions.minor(v)
+    except _versions.VersionError:
+        return None
 
 
 def python_range(torch_version: str):
@@ -79,10 +54,10 @@ def python_range(torch_version: str):
     except Exception:  # data table not generated / not installed: use our summary
         found = None
     if found:
-        pys = sorted(tuple(int(x) for x in v.split(".")[:2]) for v in found)
+        pys = sorted(_versions.minor(v) for v in found)
         return pys[0], pys[-1]
-    mm = major_minor(torch_version)
-    return PYTHON_BY_TORCH.get(mm) if mm else None
+    line = release_line(torch_version)
+    return PYTHON_BY_TORCH.get(line) if line else None
 
 
 def _pick(row: dict, *names: str) -> Optional[str]:

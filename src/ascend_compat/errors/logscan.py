@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 from ascend_compat.errors.explain import explain
 from ascend_compat.errors.explanations import BLOCKING, HCCL_TIMEOUTS, NPU_SMI, PLOG, SET_ENV
+from ascend_compat.knowledge import backends
+
+_NCCL = backends.BY_NAME['"nccl"']
 
 
 class LogReadError(Exception):
@@ -135,7 +138,7 @@ PATTERNS = [
     _p("nccl_missing", r"Distributed package doesn't have NCCL built in", "NCCL backend requested",
        "init_process_group(backend='nccl') on a machine without NCCL",
        ["the code or the framework (Trainer, DeepSpeed, Lightning) picks 'nccl'"],
-       ["use backend='hccl' (or run under ascend-compat run, which maps nccl to hccl)"]),
+       [_NCCL.advice[:-1] + f" (or run under ascend-compat run: {_NCCL.reason})"]),
     _p("backend_autoload", r"Failed to load the backend extension", "torch backend autoload failed",
        "importing torch tried to load torch_npu automatically and it failed",
        ["torch_npu built for another torch version (ABI mismatch)", "CANN environment not set (libascendcl.so)",

@@ -1,12 +1,17 @@
 """The Ascend facts ascend-compat acts on, as typed records (one copy of each fact).
 
-Records: ``cuda_names`` (every public ``torch.cuda`` name), ``env_vars``, ``libraries``. Readers: the
-runtime shim's tables (``cuda_shim/mapping``), ``check``'s rules (``analysis/rules``) and, through
-those, ``migrate``. Each record carries a verdict (``auto`` / ``partial`` /
-``manual``: what happens on Ascend without editing the code), the reason, one advice sentence and a
-minimal example that ``tests/knowledge`` runs under the simulated NPU to prove the verdict.
+Records: ``cuda_names`` (every public ``torch.cuda`` name), ``env_vars``, ``libraries``, ``devices``
+(device strings and device tests), ``backends`` (distributed backend names), ``extensions`` (C++/CUDA
+extension builds). Readers: the runtime shim (``cuda_shim``: env, device and backend translation,
+extension refusals), ``check``'s rules (``analysis/rules``) and, through those, ``migrate``; the
+simulator and doctor where they state the same facts. Each record carries a verdict (``auto`` /
+``partial`` / ``manual``: what happens on Ascend without editing the code), the reason, one advice
+sentence, the versions it applies to (:class:`Versions`) and a minimal example that
+``tests/knowledge`` runs under the simulated NPU to prove the verdict.
 """
-from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, VERDICTS, EnvVar, Library
-from ascend_compat.knowledge import cuda_names, env_vars, libraries
+from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, EnvVar, Library,
+                                             Versions)
+from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
 
-__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EnvVar", "Library", "cuda_names", "env_vars", "libraries"]
+__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct",
+           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]

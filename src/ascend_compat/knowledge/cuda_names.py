@@ -18,6 +18,17 @@ MAP, EMULATE, UNSUPPORTED, KEEP = "map", "emulate", "unsupported", "keep"
 
 _SAME = None  # map to the same name on torch.npu
 
+#: legacy type name (``torch.cuda.<Name>``) -> dtype attribute name on torch
+LEGACY_TENSOR_TYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
+    "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
+}
+#: torch.cuda names torch_npu spells differently (torch.npu.<value>)
+RENAMED = {"CUDAGraph": "NPUGraph", "CUDAPluggableAllocator": "NPUPluggableAllocator", "cudart": "npurt",
+           "nvtx": "mstx"}
+_LEGACY = tuple(name[:-len("Tensor")] for name in LEGACY_TENSOR_TYPES)
+
 CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     # device management
     "is_available": (EMULATE, "torch.npu.is_available(); library detection points see the real CUDA answer"),
@@ -29,7 +40,7 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "can_device_access_peer": (MAP, _SAME), "device": (MAP, _SAME), "device_of": (MAP, _SAME),
     "synchronize": (MAP, _SAME), "utilization": (MAP, _SAME), "ipc_collect": (MAP, _SAME),
     "current_blas_handle": (MAP, _SAME), "is_bf16_supported": (MAP, _SAME),
-    "cudart": (MAP, "npurt"),
+    "cudart": (MAP, RENAMED["cudart"]),
     # streams and events
     "Stream": (MAP, _SAME), "Event": (MAP, _SAME), "ExternalStream": (MAP, _SAME),
     "StreamContext": (MAP, _SAME), "stream": (MAP, _SAME), "set_stream": (MAP, _SAME),
@@ -48,7 +59,7 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "memory_cached": (MAP, _SAME), "max_memory_cached": (MAP, _SAME),
     "memory_snapshot": (MAP, _SAME), "memory_summary": (MAP, _SAME), "MemPool": (MAP, _SAME),
     "use_mem_pool": (MAP, _SAME), "get_allocator_backend": (MAP, _SAME),
-    "CUDAPluggableAllocator": (MAP, "NPUPluggableAllocator"), "change_current_allocator": (MAP, _SAME),
+    "CUDAPluggableAllocator": (MAP, RENAMED["CUDAPluggableAllocator"]), "change_current_allocator": (MAP, _SAME),
     "host_memory_stats": (MAP, _SAME), "host_memory_stats_as_nested_dict": (MAP, _SAME),
     "reset_accumulated_host_memory_stats": (MAP, _SAME), "reset_peak_host_memory_stats": (MAP, _SAME),
     "memory": (KEEP, "submodule; its public functions are mapped one by one"),
@@ -76,9 +87,8 @@ CUDA_NAMES: dict[str, tuple[str, str | None]] = {
     "graphs": (KEEP, "submodule; its public names are mapped one by one"),
     # legacy tensor types and storages
     **{f"{t}Tensor": (EMULATE, "builds an npu tensor of that dtype; isinstance checks dtype and device")
-       for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},
-    **{f"{t}Storage": (MAP, _SAME)
-       for t in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")},
+       for t in _LEGACY},
+    **{f"{t}Storage": (MAP, _SAME) for t in _LEGACY},
     "ComplexFloatStorage": (UNSUPPORTED, "use torch.UntypedStorage(..., device='npu') with a complex64 tensor view"),
     "ComplexDoubleStorage": (UNSUPPORTED, "complex128 is not supported on the NPU; use complex64"),
     # capability / build queries

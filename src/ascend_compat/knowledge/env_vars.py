@@ -8,18 +8,23 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, EnvVar
+from ascend_compat.knowledge.records import AUTO, MANUAL, PARTIAL, EnvVar, Versions
+
+#: torch reads the TORCH_NCCL_* spellings since 2.2 (before: NCCL_*, still read with a deprecation warning)
+_TORCH_NCCL = Versions(torch=">=2.2")
 
 _IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
 
 RECORDS: tuple[EnvVar, ...] = (
     EnvVar("CUDA_VISIBLE_DEVICES", "cuda-env", AUTO, "ASCEND_RT_VISIBLE_DEVICES",
-           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0")),
+           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0"),
+           migrate_renames=True),
     EnvVar("PYTORCH_CUDA_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it; keys the NPU allocator does not know are dropped with a warning",
-           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True")),
+           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True"), migrate_renames=True),
     EnvVar("PYTORCH_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
-           "the shim maps it like PYTORCH_CUDA_ALLOC_CONF", "alloc_conf", True),
+           "the shim maps it like PYTORCH_CUDA_ALLOC_CONF", "alloc_conf", True,
+           ("expandable_segments:True", "expandable_segments:True")),
     EnvVar("CUDA_LAUNCH_BLOCKING", "cuda-env", AUTO, "ASCEND_LAUNCH_BLOCKING",
            "the shim maps it (synchronous launches for debugging)", None, True, ("1", "1")),
     EnvVar("NCCL_SOCKET_IFNAME", "nccl-env", AUTO, "HCCL_SOCKET_IFNAME",
@@ -30,15 +35,15 @@ RECORDS: tuple[EnvVar, ...] = (
            "the shim maps it, converting bytes to the MB HCCL_BUFFSIZE takes", "bytes_to_mb", True,
            ("4194304", "4")),
     EnvVar("TORCH_NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_ASYNC_ERROR_HANDLING", "nccl-env", AUTO, "HCCL_ASYNC_ERROR_HANDLING",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("TORCH_NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_BLOCKING_WAIT", "nccl-env", AUTO, "HCCL_BLOCKING_WAIT",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("TORCH_NCCL_DESYNC_DEBUG", "nccl-env", AUTO, "HCCL_DESYNC_DEBUG",
-           "the shim maps it", None, True, ("1", "1")),
+           "the shim maps it", None, True, ("1", "1"), versions=_TORCH_NCCL),
     EnvVar("NCCL_DETERMINISTIC", "nccl-env", AUTO, "HCCL_DETERMINISTIC",
            "the shim maps it", None, True, ("1", "1")),
     EnvVar("NCCL_DEBUG", "nccl-env", PARTIAL, "ASCEND_GLOBAL_LOG_LEVEL",
@@ -53,7 +58,7 @@ RECORDS: tuple[EnvVar, ...] = (
     EnvVar("NCCL_NVLS_*", "nccl-env", PARTIAL, None, "NVLink SHARP has no Ascend counterpart"),
     EnvVar("NCCL_*", "nccl-env", PARTIAL, None, _IGNORED_NCCL),
     EnvVar("TORCH_NCCL_*", "nccl-env", PARTIAL, None,
-           "a ProcessGroupNCCL option; HCCL has its own HCCL_* settings"),
+           "a ProcessGroupNCCL option; HCCL has its own HCCL_* settings", versions=_TORCH_NCCL),
     EnvVar("CUDA_DEVICE_ORDER", "cuda-env-other", PARTIAL, None,
            "NPU ids are always in PCI bus order; the variable is ignored"),
     EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "cuda-env-other", PARTIAL, None,
@@ -67,6 +72,9 @@ RECORDS: tuple[EnvVar, ...] = (
 )
 
 BY_NAME: dict[str, EnvVar] = {r.name: r for r in RECORDS}
+
+#: variable name -> the Ascend name migrate writes instead
+RENAMES: dict[str, str] = dict(r.rewrite for r in RECORDS if r.rewrite)
 
 
 def lookup(name: str) -> Optional[EnvVar]:

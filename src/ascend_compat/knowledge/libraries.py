@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ascend_compat.knowledge.records import MANUAL, PARTIAL, Library
-
-_VERBS = ("use ", "keep ", "port ", "replace ", "install ", "run ", "compute ")
+from ascend_compat.knowledge.records import EVERY, MANUAL, PARTIAL, VERBS, Library, Versions
 
 
 def _lib(name: str, verdict: str, what: str, replacement: str, dropin: Optional[str] = None,
-         example: Optional[str] = None) -> Library:
-    advice = replacement if replacement.startswith(_VERBS) else "use " + replacement
+         example: Optional[str] = None, expect: Optional[str] = None, versions: Versions = EVERY) -> Library:
+    advice = replacement if replacement.split(" ", 1)[0] in VERBS else "use " + replacement
     if example is None and verdict == MANUAL:
         example = f"import {name}"
-    return Library(name, verdict, what, advice, dropin, example)
+    return Library(name, verdict, what, advice.rstrip(".") + ".", dropin, example, expect, versions)
 
 
 _QKV = ("import torch\nq = torch.randn(1, 8, 2, 16, device='cuda', dtype=torch.float16)\n")
@@ -28,9 +26,12 @@ RECORDS: tuple[Library, ...] = (
     # attention kernels
     _lib("flash_attn", PARTIAL, "FlashAttention CUDA kernels",
          "keep the import: the ascend-compat drop-in runs flash_attn_func and flash_attn_varlen_func on "
-         "torch_npu.npu_fusion_attention (dropout and window semantics follow the NPU kernel)",
+         "torch_npu.npu_fusion_attention, returns an empty S_dmask and refuses softcap and paged KV caches",
          "ascend_compat.ecosystem.dropins.flash_attn",
-         _QKV + "from flash_attn import flash_attn_func\nprint(flash_attn_func(q, q, q).device.type)"),
+         _QKV + "from flash_attn import flash_attn_func\nout, lse, s_dmask = flash_attn_func(q, q, q, return_attn_probs=True)\n"
+         "try:\n    flash_attn_func(q, q, q, softcap=5.0)\nexcept NotImplementedError:\n    refused = 'softcap refused'\n"
+         "print(out.device.type, 'S_dmask', s_dmask.numel(), refused)",
+         "npu S_dmask 0 softcap refused", Versions(library="<3")),
     _lib("flash_attn_2_cuda", MANUAL, "FlashAttention's compiled CUDA module",
                                  "use flash_attn's Python API via ascend_compat.ecosystem.dropins.flash_attn"),
     _lib("flash_attn_interface", MANUAL, "FlashAttention-3 (Hopper only)",
@@ -42,7 +43,9 @@ RECORDS: tuple[Library, ...] = (
          "keep the import: the ascend-compat drop-in runs xformers.ops.memory_efficient_attention and its "
          "attention biases on the NPU; replace other xformers components with F.scaled_dot_product_attention",
          "ascend_compat.ecosystem.dropins.xformers",
-         _QKV + "import xformers.ops as xops\nprint(xops.memory_efficient_attention(q, q, q).device.type)"),
+         _QKV + "import xformers.ops as xops\nout = xops.memory_efficient_attention(q, q, q)\n"
+         "try:\n    import xformers.components\nexcept ImportError:\n    other = 'components missing'\n"
+         "print(out.device.type, other)", "npu components missing"),
     _lib("flashinfer", MANUAL, "LLM serving attention kernels (CUDA)",
                           "vllm-ascend / torch_npu.npu_fusion_attention, npu_incre_flash_attention"),
     _lib("sageattention", MANUAL, "quantized attention (CUDA/Triton)",
@@ -56,7 +59,9 @@ RECORDS: tuple[Library, ...] = (
          "equivalents",
          "ascend_compat.ecosystem.dropins.apex",
          "import torch\nfrom apex.normalization import FusedLayerNorm\n"
-         "print(FusedLayerNorm(8).cuda()(torch.randn(2, 8, device='cuda')).device.type)"),
+         "out = FusedLayerNorm(8).cuda()(torch.randn(2, 8, device='cuda'))\n"
+         "try:\n    import apex.contrib\nexcept ImportError:\n    other = 'contrib missing'\n"
+         "print(out.device.type, other)", "npu contrib missing"),
     _lib("transformer_engine", MANUAL, "NVIDIA Transformer Engine (FP8, fused layers)",
                                   "plain torch.nn layers in bf16; MindSpeed for Megatron-style fused layers"),
     _lib("megatron.core.fusions", MANUAL, "Megatron fused CUDA kernels",
@@ -65,19 +70,25 @@ RECORDS: tuple[Library, ...] = (
          "keep the ops DeepSpeed builds for NPU (op_builder/npu, e.g. FusedAdam); replace its CUDA-only "
          "transformer kernels with torch.optim or torch_npu ops",
          example="import torch\nfrom deepspeed.ops.adam import FusedAdam\n"
-                 "p = torch.nn.Parameter(torch.ones(1, device='cuda'))\nFusedAdam([p])\nprint(p.device.type)"),
+                 "from deepspeed.accelerator import get_accelerator\n"
+                 "p = torch.nn.Parameter(torch.ones(1, device='cuda'))\nFusedAdam([p])\n"
+                 "print(p.device.type, type(get_accelerator().create_op_builder('TransformerBuilder')).__name__)",
+         expect="npu NotImplementedBuilder", versions=Versions(library=">=0.10")),
     _lib("deepspeed", PARTIAL, "DeepSpeed",
          "keep DeepSpeed: it selects its npu accelerator when torch_npu is importable; replace its "
          "CUDA-only ops and Triton features",
          None,
-         "from deepspeed.accelerator import get_accelerator\nprint(get_accelerator().device_name())"),
+         "from deepspeed.accelerator import get_accelerator\n"
+         "print(get_accelerator().device_name(), 'triton', get_accelerator().is_triton_supported())",
+         "npu triton False", Versions(library=">=0.10")),
     # quantization
     _lib("bitsandbytes", PARTIAL, "8-bit/4-bit quantization (CUDA kernels)",
          "keep the import: the ascend-compat drop-in runs bitsandbytes.optim optimizers with full-precision "
          "state; use torch_npu.npu_quant_matmul or msModelSlim for quantized layers",
          "ascend_compat.ecosystem.dropins.bitsandbytes",
          "import torch, bitsandbytes as bnb\np = torch.nn.Parameter(torch.ones(4, device='cuda'))\n"
-         "opt = bnb.optim.AdamW8bit([p])\np.sum().backward()\nopt.step()\nprint(p.device.type)"),
+         "opt = bnb.optim.AdamW8bit([p])\np.sum().backward()\nopt.step()\n"
+         "print(p.device.type, 'state', opt.state[p]['exp_avg'].dtype)", "npu state torch.float32"),
     _lib("auto_gptq", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
     _lib("gptqmodel", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
     _lib("awq", MANUAL, "AWQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),

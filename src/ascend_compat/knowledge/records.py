@@ -1,34 +1,76 @@
-"""Record types of the knowledge layer and the advice sentence form they share.
+"""Record types of the knowledge layer, the versions they apply to and the advice sentence form.
 
-Advice texts are imperative clauses without a final full stop and without placeholders
-(``<name>``, ``...``): reports print them after "use"/"set" or on their own.
+Advice texts (``advice`` of every record) are one imperative sentence: lower-case verb or a
+capitalised name first, a final full stop, no placeholders (``<name>``, ``...``), no word twice in a
+row. :func:`advice_problems` says what breaks the form; ``tests/knowledge`` checks every record.
+
+``versions`` (:class:`Versions`) says which torch / torch_npu / library versions a record applies
+to, as ``packaging`` specifier sets evaluated by :mod:`ascend_compat._versions`.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
+
+from ascend_compat import _versions
 
 AUTO, PARTIAL, MANUAL = "auto", "partial", "manual"
 VERDICTS = (AUTO, PARTIAL, MANUAL)
 
-_PLACEHOLDER = re.compile(r"<[A-Za-z_]+>|\.\.\.|\bTODO\b|\bXXX\b")
+_PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>|\.\.\.|\bTODO\b|\bXXX\b")
+_REPEAT = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
+#: the verbs advice sentences start with (after them, the rest of the sentence says what and how)
+VERBS = ("use", "keep", "port", "replace", "install", "run", "set", "remove", "compare", "test", "pass",
+         "build", "write", "move", "call", "drop", "compute", "launch")
 
 
-def advice_problems(text: str) -> list[str]:
-    """What is wrong with an advice/reason text (empty list = it follows the sentence form)."""
+def placeholder_problems(text: str) -> list[str]:
+    """What makes a text unfit to print as given: empty, padded, placeholders, doubled words."""
     problems = []
     if not text or text != text.strip():
         problems.append("empty or padded")
-    if text.endswith("."):
-        problems.append("ends with a full stop")
     if _PLACEHOLDER.search(text):
         problems.append("contains a placeholder")
     if "  " in text:
         problems.append("double space")
-    if text.lower().startswith(("use use", "use set", "use see")):
-        problems.append("verb doubled by the report prefix")
+    m = _REPEAT.search(text)
+    if m:
+        problems.append(f"word repeated: {m.group(0)!r}")
     return problems
+
+
+def advice_problems(text: str) -> list[str]:
+    """What is wrong with a record's advice sentence (empty list = it follows the sentence form)."""
+    problems = placeholder_problems(text)
+    if not text.endswith(".") or text.endswith(".."):
+        problems.append("does not end with one full stop")
+    first = text.split(" ", 1)[0] if text else ""
+    if not (first in VERBS or first[:1].isupper()):
+        problems.append(f"starts with {first!r}, not a verb or a capital")
+    return problems
+
+
+@dataclass(frozen=True)
+class Versions:
+    """torch / torch_npu / library versions a record applies to (``packaging`` specifier sets; ``""`` = all)."""
+
+    torch: str = ""
+    torch_npu: str = ""
+    library: str = ""
+
+    def __post_init__(self) -> None:
+        for spec in (self.torch, self.torch_npu, self.library):
+            _versions.specifier(spec)  # a malformed range fails at import, naming it
+
+    def applies(self, torch: Optional[str] = None, torch_npu: Optional[str] = None,
+                library: Optional[str] = None) -> bool:
+        """True unless a given version lies outside its range (a version not given restricts nothing)."""
+        return all(v is None or _versions.contains(spec, v)
+                   for spec, v in ((self.torch, torch), (self.torch_npu, torch_npu), (self.library, library)))
+
+
+EVERY = Versions()
 
 
 @dataclass(frozen=True)
@@ -50,14 +92,22 @@ class EnvVar:
     converter: Optional[str] = None
     shim_maps: bool = False
     example: Optional[tuple[str, str]] = None
+    versions: Versions = EVERY
+    #: migrate renames the variable to ``ascend`` in the code (the value means the same there)
+    migrate_renames: bool = False
+
+    @property
+    def rewrite(self) -> Optional[tuple[str, str]]:
+        """``(before, after)`` of migrate's rewrite of the variable's name, or None."""
+        return (self.name, self.ascend) if self.migrate_renames and self.ascend else None
 
     @property
     def advice(self) -> str:
         if self.ascend and not self.shim_maps:
-            return f"set {self.ascend} instead"
+            return f"set {self.ascend} instead."
         if self.ascend:
-            return f"set {self.ascend} (the shim copies {self.name} there when {self.ascend} is unset)"
-        return "remove it; it has no effect on Ascend"
+            return f"set {self.ascend} (the shim copies {self.name} there when {self.ascend} is unset)."
+        return "remove it, since it has no effect on Ascend."
 
 
 @dataclass(frozen=True)
@@ -67,7 +117,8 @@ class Library:
     ``dropin``: the ascend-compat drop-in module answering its imports under the shim, if any.
     ``example``: a snippet that uses the library's main entry point; under ``ascend-compat run
     --simulate`` it must print ``npu`` for ``auto``/``partial`` drop-ins and raise ImportError for
-    ``manual`` ones (the library cannot be installed or does not run on Ascend).
+    ``manual`` ones (the library cannot be installed or does not run on Ascend). ``expect``: for
+    ``partial`` records, the last line the example prints, which shows the documented difference.
     """
 
     name: str
@@ -76,3 +127,38 @@ class Library:
     replacement: str
     dropin: Optional[str] = None
     example: Optional[str] = None
+    expect: Optional[str] = None
+    versions: Versions = EVERY
+
+    @property
+    def advice(self) -> str:
+        return self.replacement
+
+
+@dataclass(frozen=True)
+class Construct:
+    """A CUDA construct of one ``kind`` (``"device"``, ``"backend"``, ``"extension"``) and its Ascend counterpart.
+
+    ``name``: the construct as written in CUDA code; ``rule``: the check rule reporting it (None:
+    check does not report it);
+    ``verdict`` and ``reason``: what happens on Ascend without an edit and why; ``advice``: one
+    sentence; ``rewrite``: ``(before, after)`` of migrate's rewrite, or None when migrate leaves it.
+    ``example`` runs under ``ascend-compat run --simulate`` and its last printed line must be
+    ``expect`` (``auto``: lands on npu; ``partial``: shows the documented difference). A ``manual``
+    example must raise an exception of type ``expect``; ``fixed`` is the example after the advised
+    edit (None when the edit is a port no snippet can show), whose last line must be ``fixed_expect``.
+    """
+
+    kind: str
+    name: str
+    rule: Optional[str]
+    verdict: str
+    counterpart: Optional[str]
+    reason: str
+    advice: str
+    example: str
+    expect: str
+    rewrite: Optional[tuple[str, str]] = None
+    fixed: Optional[str] = None
+    fixed_expect: Optional[str] = None
+    versions: Versions = field(default=EVERY)

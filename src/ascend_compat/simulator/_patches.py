@@ -10,6 +10,7 @@ import weakref
 
 import torch
 
+from ascend_compat import _versions
 from ascend_compat.simulator import _memory, _rng, _state
 
 _pinned: dict = {}  # storage data_ptr -> weakref to the pinned host storage
@@ -185,13 +186,7 @@ _DLPACK_SINCE = (2, 7)
 def _emulated_version() -> tuple:
     cfg = _state.config
     key = getattr(cfg, "op_table_version", None) or getattr(cfg, "torch_npu_version", None)
-    if not key:
-        return (99, 0)  # newest
-    try:
-        major, minor = str(key).split(".")[:2]
-        return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
-    except ValueError:
-        return (99, 0)
+    return _versions.minor(key) if key else (99, 0)  # None: the newest
 
 
 def _patch_dlpack():

@@ -22,6 +22,8 @@ import sys
 import types
 from typing import Iterator, Optional
 
+from ascend_compat import _versions
+
 _PKG = "ascend_compat.simulator.torch_npu"
 #: stand-in modules whose job belongs to a layer above the simulator: torch_npu name -> module
 PROVIDED_ABOVE = {"torch_npu.contrib.transfer_to_npu": "ascend_compat._transfer_to_npu"}
@@ -42,10 +44,10 @@ def emulated_version(torch_npu_version: Optional[str] = None) -> str:
             version = data.npu_api_versions()[-1]
         except Exception:
             version = "2.14"
-    parts = version.split(".")
-    while len(parts) < 3:
-        parts.append("0")
-    return ".".join(parts)
+    release = _versions.release(version)
+    if len(release) >= 3:
+        return version
+    return ".".join(map(str, release + (0,) * (3 - len(release))))
 
 
 class _StandInDistribution(importlib.metadata.Distribution):

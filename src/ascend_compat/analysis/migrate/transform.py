@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
+from ascend_compat.knowledge import backends, devices, env_vars
 
 TODO_TAG = "# TODO(ascend-compat):"
-ENV_RENAMES = {"CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES",
-               "PYTORCH_CUDA_ALLOC_CONF": "PYTORCH_NPU_ALLOC_CONF"}
+ENV_RENAMES = env_vars.RENAMES
 HF32 = {"torch.backends.cuda.matmul.allow_tf32": "torch.npu.matmul.allow_hf32",
         "torch.backends.cudnn.allow_tf32": "torch.npu.conv.allow_hf32"}
 FLASH_MODULES = {"flash_attn", "flash_attn.flash_attn_interface", "flash_attn.bert_padding"}
@@ -150,11 +150,11 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
                 return upd
             head, body, q = _str_body(upd.value)
             if f.rule == "nccl-backend":
-                new_body = body.replace("nccl", "hccl")
+                new_body = backends.rewrite(body)
             elif f.rule == "cuda-env":
                 new_body = ENV_RENAMES.get(body, body)
             elif body.startswith("cuda"):
-                new_body = "npu" + body[4:]
+                new_body = devices.TARGET + body[4:]  # "cuda", "cuda:N" and "cuda:{}" (devices.rewrite's grammar, widened)
             else:
                 return upd
             if new_body == body:

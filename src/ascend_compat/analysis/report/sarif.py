@@ -40,7 +40,7 @@ def render(report: dict, **_kw) -> str:
         for x in f["findings"]:
             region = {"startLine": x["line"], "startColumn": x["col"], "endLine": x["end_line"],
                       "endColumn": max(x["end_col"], x["col"] if x["end_line"] == x["line"] else 1)}
-            msg = f"{x['message']} Suggestion: {x['suggestion']}."
+            msg = f"{x['message']} Suggestion: {x['suggestion'].rstrip('.')}."  # record advice ends with one
             props = {"handling": x["handling"], "category": x["category"]}
             if x.get("cell") is not None:
                 msg = f"[cell {x['cell']}] " + msg

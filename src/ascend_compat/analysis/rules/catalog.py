@@ -41,10 +41,10 @@ _RULES = [
          'The shim translates "cuda"/"cuda:N" wherever torch takes a device (factories, .to, '
          "torch.device, map_location, autocast, streams...). Arbitrary strings are never touched.",
          'use "npu" / "npu:N"'),
-    Rule("device-compare", "device", AUTO, "device type compared with \"cuda\"",
-         "Comparisons such as x.device.type == \"cuda\" keep working under the shim (it reports npu "
-         "devices to CUDA-gated checks); without the shim they are False on NPU and silently take "
-         "the CPU branch.",
+    Rule("device-compare", "device", PARTIAL, "device type compared with \"cuda\"",
+         "An npu tensor's device type is npu, so x.device.type == \"cuda\" and \"cuda\" in str(device) "
+         "are False on Ascend (with or without the shim) and the code takes its non-CUDA branch. "
+         "migrate rewrites the compared string to \"npu\".",
          'compare with "npu" (or use x.device.type != "cpu")'),
     Rule("is-cuda", "device", AUTO, "Tensor.is_cuda",
          "The shim makes is_cuda true for NPU tensors; natively it is False on NPU.",

@@ -26,11 +26,8 @@ _AMP = {"amp"}
 _GRAPHS = {"CUDAGraph", "graph", "graphs", "make_graphed_callables", "graph_pool_handle",
            "is_current_stream_capturing"}
 _CAPABILITY = {"get_device_capability", "get_device_properties", "get_arch_list", "get_gencode_flags"}
-_LEGACY_TYPES = {f"{k}Tensor" for k in ("Bool", "Byte", "Char", "Double", "Float", "Half", "Int",
-                                         "Long", "Short", "BFloat16")}
-#: renamed on NPU (torch_npu names these differently from torch.cuda)
-_RENAMED = {"CUDAGraph": "NPUGraph", "CUDAPluggableAllocator": "NPUPluggableAllocator",
-            "cudart": "npurt", "nvtx": "mstx"}
+_LEGACY_TYPES = set(shim_table.LEGACY_TENSOR_TYPES)
+_RENAMED = shim_table.RENAMED
 
 
 def _load_table(version: Optional[str]):

@@ -21,9 +21,12 @@ from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import environment, libraries
 from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
 from ascend_compat.analysis.rules.qualnames import classify, is_interesting
+from ascend_compat.knowledge import backends, devices, extensions
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
+_DEVICE_EQ = devices.BY_NAME['x.device.type == "cuda"']
+_DEVICE_IN = devices.BY_NAME['"cuda" in str(device)']
 BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
 _DEVICE_NAME = re.compile(r"(?:^|_)(?:device|devices|dev|map_location|device_type|accelerator)(?:$|_)", re.I)
 _BACKEND_NAME = re.compile(r"backend", re.I)
@@ -511,7 +514,7 @@ class PyAnalyzer:
         for n in nodes:
             s = _const_str(n)
             if s is not None:
-                npu = "npu" + s[4:]
+                npu = devices.TARGET + s[4:]  # devices.rewrite for "cuda"/"cuda:N", widened to "cuda:{}" forms
                 msg = f'"{s}" used as a device'
             else:
                 src = self._segment(n)
@@ -528,7 +531,7 @@ class PyAnalyzer:
         for n in nodes:
             s = _const_str(n) or "nccl"
             self.report(n, "nccl-backend", f'"{s}" used as a distributed backend',
-                        f'use "{s.replace("nccl", "hccl")}"')
+                        f'use "{backends.rewrite(s)}"')
 
     def _device_arg(self, expr, allow_int: bool = False, rule: str = "device-string") -> None:
         """``expr`` is used as a device."""
@@ -616,8 +619,9 @@ class PyAnalyzer:
                 for el in elts:
                     s = _const_str(el)
                     if s is not None and DEVICE_PREFIX.match(s):
-                        self.report(el, "device-compare", f'device compared with "{s}"',
-                                    f'compare with "{"npu" + s[4:]}"')
+                        rec = _DEVICE_IN if any(type(op) in (ast.In, ast.NotIn) for op in node.ops) else _DEVICE_EQ
+                        self.report(el, "device-compare", f'device compared with "{s}": {rec.reason}',
+                                    f'compare with "{devices.TARGET + s[4:]}"', handling=rec.verdict)
         if any(self._is_backend_expr(o) for o in operands):
             for o in operands:
                 elts = o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]
@@ -722,8 +726,8 @@ class PyAnalyzer:
             if self._is_device_expr(func.value):
                 s = _const_str(args[0])
                 if s is not None and s.startswith("cuda"):
-                    self.report(args[0], "device-compare", f'device string tested with {attr}("{s}")',
-                                f'test for "{"npu" + s[4:]}"')
+                    self.report(args[0], "device-compare", f'device string tested with {attr}("{s}"): '
+                                + _DEVICE_IN.reason, f'test for "{devices.TARGET + s[4:]}"', handling=_DEVICE_IN.verdict)
         if q is not None:
             self._call_qualified(node, q, args, kws)
         if attr in BACKEND_CALLS or (q or "").rsplit(".", 1)[-1] in BACKEND_CALLS:
@@ -788,9 +792,9 @@ class PyAnalyzer:
                     if v is not None and v.endswith((".cu", ".cuh")):
                         cu = True
             if cu or any(k.arg == "with_cuda" and getattr(k.value, "value", None) is True for k in kws):
-                r = RULES["cuda-extension"]
-                self.report(node, "cuda-extension", f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: "
-                            + r.explanation, r.suggestion)
+                rec = extensions.BY_QUALNAME["torch.utils.cpp_extension." + q.rsplit(".", 1)[-1]]
+                self.report(node, rec.rule, f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: {rec.reason}",
+                            rec.advice, handling=rec.verdict)
 
     def _numpy_float64(self, call: ast.Call) -> bool:
         """A NumPy array factory call without a dtype: the array is float64."""

@@ -11,6 +11,7 @@ from typing import Optional, Tuple
 
 from ascend_compat.analysis.rules import cuda_api, libraries
 from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
+from ascend_compat.knowledge import backends as knowledge_backends, extensions as knowledge_extensions
 
 Classified = Tuple[str, str, str, str]
 
@@ -21,12 +22,7 @@ FLOAT64 = {"torch.float64": "torch.float32", "torch.double": "torch.float32",
            "torch.complex128": "torch.complex64", "torch.cdouble": "torch.complex64"}
 CHANNELS_LAST = {"torch.channels_last", "torch.channels_last_3d"}
 JIT_SCRIPT = {"torch.jit.script", "torch.jit.script_method"}
-NCCL_NAMES = {"torch.distributed.is_nccl_available": "torch.distributed.is_hccl_available",
-              "torch.distributed.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL",
-              "torch._C._distributed_c10d.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL",
-              "torch.distributed.distributed_c10d.ProcessGroupNCCL": "torch_npu ProcessGroupHCCL"}
-EXTENSION = {"torch.utils.cpp_extension.CUDAExtension": "torch_npu.utils.cpp_extension.NpuExtension",
-             "torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
+EXTENSION = {"torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
              "torch.utils.cpp_extension.include_paths_cuda": None}
 TRITON = {"triton.jit", "triton.autotune", "triton.heuristics"}
 _USE_SITES_ELSEWHERE = {"triton"}
@@ -116,9 +112,12 @@ def classify(q: str, torch_npu_version: Optional[str] = None) -> Optional[Classi
     if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
         r = RULES["reduce-op-avg"]
         return r.id, r.handling, "ReduceOp.AVG: " + r.explanation, r.suggestion
-    if q in NCCL_NAMES:
-        r = RULES["nccl-backend"]
-        return r.id, r.handling, f"{q}: NCCL is not available on NPU (HCCL is).", f"use {NCCL_NAMES[q]}"
+    if q in knowledge_backends.BY_QUALNAME:
+        rec = knowledge_backends.BY_QUALNAME[q]
+        return rec.rule, rec.verdict, f"{q}: NCCL is not available on NPU (HCCL is); {rec.reason}", rec.advice
+    if q in knowledge_extensions.BY_QUALNAME and q.endswith("CUDAExtension"):  # load/load_inline: by their arguments
+        rec = knowledge_extensions.BY_QUALNAME[q]
+        return rec.rule, rec.verdict, f"{rec.name}: {rec.reason}", rec.advice
     if q in EXTENSION:
         r = RULES["cuda-extension"]
         repl = EXTENSION[q]

@@ -13,7 +13,7 @@ ENV_MAP: dict[str, tuple[str, str | None]] = {
 }
 
 NO_EQUIVALENT: dict[str, str] = {
-    r.name.rstrip("*"): (f"{r.reason}; set {r.ascend} instead" if r.ascend else r.reason)
+    r.name.rstrip("*"): (f"{r.reason}; {r.advice.rstrip('.')}" if r.ascend else r.reason)
     for r in sorted(RECORDS, key=lambda r: -len(r.name))
     if not r.shim_maps and r.rule in ("nccl-env", "cuda-env-other")
 }

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ascend_compat.cuda_shim.registry import Patch, hit, make_wrapper
+from ascend_compat.knowledge import extensions
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 
@@ -20,12 +21,11 @@ class CUDAExtensionUnsupported(RuntimeError):
     """A CUDA C++/CUDA extension was to be built on an NPU machine without a CUDA toolkit."""
 
 
-def _cuda_build_error(what: str) -> CUDAExtensionUnsupported:
+def _cuda_build_error(what: str, record: str = "CUDAExtension") -> CUDAExtensionUnsupported:
+    """The refusal of a CUDA build: the knowledge record's reason and advice."""
     return CUDAExtensionUnsupported(
-        f"{what} compiles CUDA code, which cannot run on an Ascend NPU (and no CUDA toolkit is installed). "
-        "Port the kernels to Ascend C (custom operators registered through torch_npu / OpPlugin), replace "
-        "them with torch operations or torch_npu fused ops, or keep the C++ parts as a CPU CppExtension. "
-        "`ascend-compat check` lists the CUDA extensions a project builds.")
+        extensions.refusal(what, extensions.BY_NAME[record])
+        + " `ascend-compat check` lists the CUDA extensions a project builds.")
 
 
 def _no_cuda_toolkit() -> bool:
@@ -65,7 +65,8 @@ def _has_cuda_sources(sources: Any) -> bool:
 def _load(original: Any) -> Any:
     def load(name: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
         if _has_cuda_sources(sources) and _no_cuda_toolkit():
-            raise _cuda_build_error(f"torch.utils.cpp_extension.load({name!r}) with .cu sources")
+            raise _cuda_build_error(f"torch.utils.cpp_extension.load({name!r}) with .cu sources",
+                                    "load(..., extra_cuda_cflags=...)")
         return original(name, sources, *args, **kwargs)
 
     return make_wrapper(original, load)
@@ -74,7 +75,8 @@ def _load(original: Any) -> Any:
 def _load_inline(original: Any) -> Any:
     def load_inline(name: Any, cpp_sources: Any, cuda_sources: Any = None, *args: Any, **kwargs: Any) -> Any:
         if cuda_sources and _no_cuda_toolkit():
-            raise _cuda_build_error(f"torch.utils.cpp_extension.load_inline({name!r}, cuda_sources=...)")
+            raise _cuda_build_error(f"torch.utils.cpp_extension.load_inline({name!r}, cuda_sources=...)",
+                                    "load_inline(..., cuda_sources=...)")
         return original(name, cpp_sources, cuda_sources, *args, **kwargs)
 
     return make_wrapper(original, load_inline)

@@ -12,15 +12,10 @@ from ascend_compat.cuda_shim import dtype_manager, policies
 from ascend_compat.cuda_shim.devices import target, translate
 from ascend_compat.cuda_shim.patches._common import device_kwarg
 from ascend_compat.cuda_shim.registry import Patch, hit, make_wrapper
+from ascend_compat.knowledge.cuda_names import LEGACY_TENSOR_TYPES
 
 _OFF = dtype_manager.DTypePolicy.OFF
 
-#: legacy type name (``torch.cuda.<Name>``) -> dtype attribute name on torch
-LEGACY_TENSOR_TYPES = {
-    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
-    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
-    "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
-}
 
 
 def _translated_to_args(args: tuple, kwargs: dict, what: str, device_cls: type) -> tuple[tuple, dict]:

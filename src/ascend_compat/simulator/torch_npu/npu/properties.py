@@ -8,11 +8,12 @@ is ``"major.minor"``. ``get_cann_version()`` reports a CANN release tagged ``+si
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from typing import Any, Optional, Tuple
 
 import torch
+
+from ascend_compat import _versions
 
 from .device import (_check_valid, _get_device_index, _lazy_init, _state, base_capacity, config, current_soc,
                      parse_capability)
@@ -138,10 +139,6 @@ _CANN_MODULES = ("CANN", "RUNTIME", "COMPILER", "HCCL", "TOOLKIT", "OPP", "OPP_K
 SIMULATED_MARK = "+simulated"
 
 
-def _cann_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.]", version.replace("RC", "0.")))
-
-
 def simulated_cann_version() -> str:
     """The CANN release paired with the emulated torch_npu line in the generated version matrix (the
     newest known pairing when that line has none), tagged ``+simulated`` so it cannot be mistaken for
@@ -153,10 +150,10 @@ def simulated_cann_version() -> str:
         rows = [r for r in data.version_matrix() if r.get("cann")]
     except Exception:
         rows = []
-    line = ".".join((version or "").split(".")[:2])
-    paired = [r["cann"] for r in rows if line and str(r.get("torch_npu", "")).startswith(line + ".")]
+    line = _versions.minor(version) if version else None
+    paired = [r["cann"] for r in rows if line and _versions.minor(r["torch_npu"]) == line]
     candidates = paired or [r["cann"] for r in rows] or ["9.1.0"]
-    return max(candidates, key=_cann_key) + SIMULATED_MARK
+    return max(candidates, key=_versions.cann_key) + SIMULATED_MARK
 
 
 def get_cann_version(module: str = "CANN") -> str:

@@ -1,0 +1,57 @@
+"""C++/CUDA extension builds in CUDA code and what to do on Ascend (records of kind ``"extension"``).
+
+The shim refuses CUDA builds without a CUDA toolkit (``cuda_shim/patches/cpp_extension.py``), with
+the record's reason and advice; check reports them under ``cuda-extension``. ``BY_QUALNAME`` maps
+the qualified names check resolves to their record.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ascend_compat.knowledge.records import AUTO, MANUAL, Construct
+
+_REFUSED = "CUDAExtensionUnsupported"
+
+RECORDS: tuple[Construct, ...] = (
+    Construct("extension", "CUDAExtension", "cuda-extension", MANUAL, "torch_npu.utils.cpp_extension.NpuExtension",
+              "CUDA C++ cannot be compiled or run on an Ascend NPU",
+              "port the kernels to Ascend C custom operators or torch_npu ops, and build the C++ parts with "
+              "torch_npu.utils.cpp_extension.NpuExtension.",
+              "from torch.utils.cpp_extension import CUDAExtension\nCUDAExtension('ext', ['ext.cu'])", _REFUSED,
+              fixed="from torch.utils.cpp_extension import CppExtension\nprint(CppExtension('ext', ['ext.cpp']).name)",
+              fixed_expect="ext"),
+    Construct("extension", "load(..., extra_cuda_cflags=...)", "cuda-extension", MANUAL, None,
+              "load() compiles its .cu sources with nvcc into GPU code, which an Ascend NPU cannot run",
+              "port the .cu kernels to Ascend C or torch operations, then load only the C++ sources.",
+              "from torch.utils.cpp_extension import load\nload('ext', ['ext.cu'], extra_cuda_cflags=['-O3'])",
+              _REFUSED),
+    Construct("extension", "load_inline(..., cuda_sources=...)", "cuda-extension", MANUAL, None,
+              "load_inline() compiles cuda_sources with nvcc into GPU code, which an Ascend NPU cannot run",
+              "replace the CUDA kernel with torch operations, or port it to an Ascend C custom operator.",
+              "from torch.utils.cpp_extension import load_inline\n"
+              "load_inline('ext', '', cuda_sources='__global__ void k() {}')", _REFUSED,
+              fixed="import torch\nprint((torch.ones(2, device='cuda') * 2).device.type)", fixed_expect="npu"),
+    Construct("extension", "BuildExtension", None, AUTO, "BuildExtension",
+              "torch_npu builds NpuExtension and CppExtension modules with torch's own BuildExtension",
+              "keep BuildExtension as the build_ext command.",
+              "import setuptools\nfrom torch.utils.cpp_extension import BuildExtension, CppExtension\n"
+              "d = setuptools.Distribution({'ext_modules': [CppExtension('ext', ['ext.cpp'])], "
+              "'cmdclass': {'build_ext': BuildExtension}})\ncmd = d.get_command_obj('build_ext')\n"
+              "cmd.ensure_finalized()\nprint(type(cmd).__name__)", "BuildExtension"),
+)
+
+BY_NAME: dict[str, Construct] = {r.name: r for r in RECORDS}
+
+#: qualified names check resolves -> the record reporting them
+BY_QUALNAME: dict[str, Construct] = {
+    "torch.utils.cpp_extension.CUDAExtension": BY_NAME["CUDAExtension"],
+    "torch.utils.cpp_extension.load": BY_NAME["load(..., extra_cuda_cflags=...)"],
+    "torch.utils.cpp_extension.load_inline": BY_NAME["load_inline(..., cuda_sources=...)"],
+}
+
+
+def refusal(what: str, record: Optional[Construct] = None) -> str:
+    """The error text for a refused CUDA build of ``what`` (the record's reason and advice)."""
+    rec = record or BY_NAME["CUDAExtension"]
+    advice = rec.advice[0].upper() + rec.advice[1:]
+    return f"{what}: {rec.reason} (and no CUDA toolkit is installed). {advice}"
