@@ -105,3 +105,14 @@ def test_environment_exact_and_invalid_value():
     proc = run_python(code, env={"ASCEND_COMPAT_SIM_NUMERICS": "fast"})
     assert "exact=False" in check(proc)
     assert "ASCEND_COMPAT_SIM_NUMERICS" in proc.stderr and "npu (HF32 switches honoured)" in proc.stderr
+
+
+def test_a_bias_is_added_in_float32_not_rounded():
+    torch.manual_seed(4)
+    x, w, bias = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3), torch.randn(3) + 1 / 3
+    got = F.conv2d(x.npu(), w.npu(), bias.npu()).cpu()
+    assert torch.equal(got, F.conv2d(_hf32_reference(x), _hf32_reference(w), bias))
+    m1, m2, b = torch.randn(4, 6), torch.randn(6, 5), torch.randn(5) + 1 / 3
+    with switches(conv=True, matmul=True):
+        got = torch.addmm(b.npu(), m1.npu(), m2.npu()).cpu()
+    assert torch.equal(got, torch.addmm(b, _hf32_reference(m1), _hf32_reference(m2)))

@@ -7,7 +7,8 @@ by default (its ``EnvVariables.cpp``; ``LazyInitAclops.cpp`` writes them as ``AC
 (CUDA does the same by default for convolutions: ``torch.backends.cudnn.allow_tf32`` is True.)
 
 The simulated NPU honours those switches by default (mode "npu"): while a switch is on, the float32
-inputs of the ops it governs are rounded to HF32 before the op runs. CANN does not publish HF32's
+operands the ops it governs multiply (not a bias, which is added in float32) are rounded to HF32
+before the op runs. CANN does not publish HF32's
 exact rounding; the simulator rounds to a 10-bit mantissa, to nearest even (TF32's format), which
 gives the ~1e-3 relative error HF32 is documented to trade for speed. Mode "exact"
 (``ASCEND_COMPAT_SIM_NUMERICS=exact`` or :func:`disable`) keeps exact float32 whatever the switches say.
@@ -25,6 +26,10 @@ __all__ = ["enable", "disable", "enabled", "hf32_round", "CONV_OPS", "MATMUL_OPS
 
 CONV_OPS = ("aten::convolution", "aten::convolution_backward")
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+#: the positions of the multiplied operands: HF32 rounds what the Cube unit multiplies; a bias
+#: (convolution's, addmm's and baddbmm's ``self``) is added in float32
+_MULTIPLICANDS = {"aten::convolution": (0, 1), "aten::convolution_backward": (0, 1, 2),
+                  "aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
 _GROUPS = {"conv": CONV_OPS, "matmul": MATMUL_OPS}
 _mode = {"npu": False}  # True once enable()/register() ran and disable() did not follow
 _LIBS: Dict[str, object] = {}  # group -> the Library holding its HF32 kernels
@@ -33,6 +38,8 @@ _LIBS: Dict[str, object] = {}  # group -> the Library holding its HF32 kernels
 def _round_host(h):
     """CPU float32 tensor ``h`` rounded to a 10-bit mantissa, to nearest even, as a new tensor
     with ``h``'s layout; Inf and NaN unchanged."""
+    import math
+
     import torch
 
     bits = h.view(torch.int32)
@@ -42,8 +49,8 @@ def _round_host(h):
     out += bits
     out &= -0x2000  # clear the 13 low mantissa bits
     rounded = out.view(torch.float32)
-    finite = torch.isfinite(h)
-    if not bool(finite.all()):
+    if not math.isfinite(float(h.sum())):  # one cheap pass: a finite sum means no Inf or NaN
+        finite = torch.isfinite(h)
         rounded = torch.where(finite, rounded, h)
     return rounded
 
@@ -69,7 +76,7 @@ def _switch_on(group: str) -> bool:
 
 
 def _kernel(op):
-    """The HF32 kernel of ``op``: float32 npu inputs rounded on their host memory, the CPU kernel
+    """The HF32 kernel of ``op``: its float32 multiplicands rounded on their host memory, the CPU kernel
     run, results adopted on the device. Anything unusual (a CPU tensor, two devices) goes to the
     generic kernel unrounded, which raises torch's device errors."""
     import torch
@@ -79,17 +86,18 @@ def _kernel(op):
     inner = _dispatch.direct_kernel(op, _direct.mode_of(op))
     f32 = torch.float32
     tensor = torch.Tensor
+    rounded = _MULTIPLICANDS[op._schema.name]
 
     def kernel(*args, **kwargs):
         index = None
         host_args = []
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a, tensor):
                 if a.device.type != "npu" or (index is not None and a.get_device() != index):
                     return inner(*args, **kwargs)
                 index = a.get_device()
                 h = _memory.host_alias(a)
-                host_args.append(_round_host(h) if a.dtype == f32 else h)
+                host_args.append(_round_host(h) if i in rounded and a.dtype == f32 else h)
             else:
                 host_args.append(a)
         if index is None:
