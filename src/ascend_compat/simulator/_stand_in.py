@@ -148,7 +148,7 @@ def install_stand_in(torch_npu_version: Optional[str] = None) -> None:
 
     # torch_npu.__all__: the custom ops it exports publicly (its three lazily imported Python names
     # need hardware and are left out, so ``from torch_npu import *`` works)
-    ops = set(getattr(pkg, "_op_names", lambda: ())())
+    ops = pkg._op_names()
     pkg.__all__ = sorted(n for n in data.custom_api(torch_npu_version) if n in ops)
     if _finder is None:
         _finder = StandInFinder(version)
