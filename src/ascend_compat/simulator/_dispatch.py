@@ -512,8 +512,10 @@ def _share_aliased_storages(args, kwargs, cargs, ckwargs):
 def out_device_error(device) -> RuntimeError:
     """torch_npu's refusal of an ``out=`` tensor that is not on the NPU (``OpPreparation::check_tensor``,
     OPS_ERROR(ErrCode::PARAM))."""
+    from ascend_compat.simulator import _error_code
+
     return RuntimeError(f"output with device {device} doesn't match the desired device NPU"
-                        + _state._err_suffix("ERR01001", "OPS invalid parameter"))
+                        + _error_code.cpp_error("OPS", "PARAM"))
 
 
 def _check_out_devices(out_kws, kwargs, conv: _Conv):
