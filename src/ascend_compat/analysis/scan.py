@@ -34,22 +34,19 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding
-from ascend_compat.analysis.rules import libraries
-from ascend_compat.knowledge import env_vars as _env_records
+from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
 ANALYZER_VERSION = "1"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
-#: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
-KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
-            "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
-            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc", "from_numpy", "type=int")
-#: environment variables check knows (from the knowledge records) that no keyword above covers
-KEYWORDS += tuple(sorted({n for n in (r.name.rstrip("*").lower() for r in _env_records.RECORDS)
-                          if not any(k in n for k in KEYWORDS)}))
-_EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
+#: torch module) cannot produce a finding. The union of the rules' TRIGGERS: every rule's
+#: detection needs one of them in the text.
+KEYWORDS = _rules().triggers
+#: trigger patterns of the rules (integer device ordinals)
+_EXTRA = re.compile("|".join(p.pattern for p in _rules().trigger_patterns) or r"(?!)")
+_TRIGGER_IMPORTS = _rules().trigger_imports
 _TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 _BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
@@ -183,7 +180,7 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
             if not relevant:
                 mod = m.group(1) or m.group(2)
                 root = mod.split(".", 1)[0]
-                if root in libraries.TOP_LEVEL_NAMES or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
+                if root in _TRIGGER_IMPORTS or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
                     relevant = True
         i = text.find("import", max(i + 6, m.end() if m is not None else 0))
     pos.sort()
@@ -211,7 +208,7 @@ def _name_positions(text: str, names) -> List[int]:
 
 def _analyse_python(path: str, text: str, opts: ScanOptions):
     """Findings for Python source; SyntaxError propagates (only from a whole-file parse)."""
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
+    from ascend_compat.analysis.visitor import PyAnalyzer
 
     base, relevant = hot_positions(text)
     if not relevant:
@@ -227,6 +224,11 @@ def _analyse_python(path: str, text: str, opts: ScanOptions):
         if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines)):
             analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
             analyzer.feed(_parse(text, path))
+        if analyzer.star_imports and analyzer.hot is not None:
+            # names a star import binds can be used anywhere without a trigger word: visit everything
+            analyzer = PyAnalyzer(path, text, opts.torch_npu_version)
+            analyzer.feed(_parse(text, path))
+            return analyzer.finish()
         new = analyzer.dynamic_names - seeds
         if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
             return analyzer.finish()
@@ -332,7 +334,7 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
 
 
 def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> List[Finding]:
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer, suppressions
+    from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 
     nb = json.loads(text)
     cells = nb.get("cells") if isinstance(nb, dict) else None
@@ -478,7 +480,7 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
 
 
 def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result: FileResult) -> None:
-    from ascend_compat.analysis.rules.python_visitor import suppressions
+    from ascend_compat.analysis.visitor import suppressions
 
     try:
         text = _decode(data)
