@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import gc
 import hashlib
 import json
 import os
@@ -44,12 +45,14 @@ DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 #: torch module) cannot produce a finding. The union of the rules' TRIGGERS: every rule's
 #: detection needs one of them in the text.
 KEYWORDS = _rules().triggers
-#: trigger patterns of the rules (integer device ordinals)
-_EXTRA = re.compile("|".join(p.pattern for p in _rules().trigger_patterns) or r"(?!)")
+#: trigger patterns of the rules (integer device ordinals), each searched on its own: a pattern that
+#: starts with a literal is found by the regex engine's fast prefix scan, an alternation is not
+_EXTRA = _rules().trigger_patterns
 _TRIGGER_IMPORTS = _rules().trigger_imports
-_TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
+_TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
-_BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
+#: the newline before a top-level statement (a regex starting with a literal is scanned fast)
+_BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
 #: parse everything when the selected statements cover more than this share of the file
 _FULL_PARSE_SHARE = 0.6
 
@@ -124,7 +127,7 @@ def _outside_strings(text: str, start: int, offsets: List[int]) -> List[int]:
 
 def _chunks(text: str) -> List[Tuple[int, int]]:
     """(start, end) offsets of top-level statements (decorators stay with what they decorate)."""
-    starts = _outside_strings(text, 0, [m.start() for m in _BOUNDARY.finditer(text)])
+    starts = _outside_strings(text, 0, [m.start() + 1 for m in _BOUNDARY.finditer(text)])
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     merged = []
@@ -167,10 +170,15 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
         while i != -1:
             pos.append(i)
             i = low.find(kw, i + 1)
-    pos.extend(m.start() for m in _EXTRA.finditer(low))
+    for rx in _EXTRA:
+        pos.extend(m.start() for m in rx.finditer(low))
     relevant = bool(pos)
     # rebinding the name torch (torch = ...) changes what later lines resolve to
-    pos.extend(m.start() for m in _TORCH_REBIND.finditer(text))
+    i = text.find("torch")
+    while i != -1:
+        if (i == 0 or not _is_word_char(text[i - 1])) and _TORCH_REBIND.match(text, i):
+            pos.append(i)
+        i = text.find("torch", i + 5)
     i = text.find("import")
     while i != -1:
         start = text.rfind("\n", 0, i) + 1
@@ -216,14 +224,17 @@ def _analyse_python(path: str, text: str, opts: ScanOptions):
     total_lines = text.count("\n") + 1
     spans = _chunks(text) if total_lines > 200 else [(0, len(text))]
     seeds: set = set()
+    trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
         extra = _name_positions(text, seeds)
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)
         analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
-        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines)):
+        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
             analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
-            analyzer.feed(_parse(text, path))
+            if "full" not in trees:
+                trees["full"] = _parse(text, path)
+            analyzer.feed(trees["full"])
         if analyzer.star_imports and analyzer.hot is not None:
             # names a star import binds can be used anywhere without a trigger word: visit everything
             analyzer = PyAnalyzer(path, text, opts.torch_npu_version)
@@ -268,8 +279,8 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     if m is None:
         return None
     ind = re.escape(m.group(1))
-    rx = re.compile(r"^%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind, re.M)
-    starts = _outside_strings(text, s, [x.start() for x in rx.finditer(text, nl + 1, e)])
+    rx = re.compile(r"\n%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind)
+    starts = _outside_strings(text, s, [x.start() + 1 for x in rx.finditer(text, nl, e)])
     merged: List[int] = []
     for st in starts:
         if merged and text.startswith("@", merged[-1] + len(m.group(1))):
@@ -281,7 +292,7 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
 
-def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
+def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None) -> bool:
     """Parse and visit only the statements holding ``positions``; False = do a full parse.
 
     Top-level statements are the unit; a long class is split further into its member statements,
@@ -318,13 +329,17 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
     offsets = sorted({a for a, _, _ in pieces} | {a for a, _ in skipped})
     line_at = dict(zip(offsets, (ln - 1 for ln in _lines_of_all(text, offsets))))
     trees = []
+    memo = {} if memo is None else memo
     for a, b, wrapped in pieces:
-        lineno = line_at[a]
-        src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
-        try:
-            trees.append(_parse(src, path))
-        except (SyntaxError, ValueError):
-            return False
+        tree = memo.get((a, b, wrapped))
+        if tree is None:
+            lineno = line_at[a]
+            src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
+            try:
+                tree = memo[(a, b, wrapped)] = _parse(src, path)
+            except (SyntaxError, ValueError):
+                return False
+        trees.append(tree)
     for a, b in skipped:
         lo = line_at[a] + 1
         analyzer.skipped.append((lo, lo + text.count("\n", a, b)))
@@ -473,7 +488,16 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
             for f in cached.findings:
                 f.path = path
             return cached
-    _analyse_bytes(path, kind, data, opts, result)
+    # the cyclic garbage collector would walk every syntax tree node of the file again and again while
+    # the trees are being built (most of check's time after parsing); one file's cycles are few, so it
+    # runs once the file is done instead
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _analyse_bytes(path, kind, data, opts, result)
+    finally:
+        if collecting:
+            gc.enable()
     if key is not None:
         _cache_put(opts.cache_dir, key, result)
     return result

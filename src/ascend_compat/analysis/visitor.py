@@ -36,6 +36,16 @@ _BACKEND_NAME = re.compile(r"backend", re.I)
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
+#: fields that can hold nodes worth visiting (operators and load/store contexts never are)
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "id", "arg", "attr", "name", "module",
+                          "level", "asname", "conversion", "kind", "lineno", "is_async", "simple"})
+
+
+def _child_fields(t: type) -> Tuple[str, ...]:
+    return tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+
+
 _STMTS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.stmt))
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -184,9 +194,18 @@ class PyAnalyzer:
         fn = self._dispatch.get(t)
         if fn is not None:
             fn(node)
-        else:
-            for child in ast.iter_child_nodes(node):
-                self.visit(child)
+            return
+        fields = _CHILD_FIELDS.get(t)
+        if fields is None:
+            fields = _CHILD_FIELDS[t] = _child_fields(t)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        self.visit(x)
+            elif isinstance(v, ast.AST):
+                self.visit(v)
 
     def _constant(self, node: ast.Constant) -> None:
         if type(node.value) is str:

@@ -52,6 +52,27 @@ def _require_libcst():
         raise MigrateError("migrate needs libcst: pip install 'ascend-compat[migrate]'") from None
 
 
+def check_round_trip(text: str):
+    """The libcst module of ``text``; MigrateError unless libcst reproduces it byte for byte (else a
+    rewrite could change what it did not touch, or positions could disagree with check's)."""
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise MigrateError(f"does not parse: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise MigrateError("nested too deeply to parse") from None
+    except Exception as exc:  # libcst's grammar lags CPython's in places
+        raise MigrateError(f"libcst cannot parse it: {str(exc).splitlines()[0]}") from None
+    if module.code != text:
+        line = next((i for i, (a, b) in enumerate(zip(module.code.splitlines(), text.splitlines()), 1) if a != b),
+                    min(len(module.code.splitlines()), len(text.splitlines())) + 1)
+        raise MigrateError(f"libcst does not reproduce this file exactly (from line {line}); left untouched "
+                           "so nothing else in it can change")
+    return module
+
+
 def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optional[str] = None,
                    annotate: bool = False, cell: Optional[int] = None) -> SourceResult:
     """Rewrite ``code``. Raises :class:`MigrateError` if it cannot be parsed (nothing is changed)."""
@@ -71,10 +92,7 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     findings = _findings(code, tree, path, torch_npu_version, cell)
     if not any(f.rule in reg.rewritable for f in findings):
         return SourceResult(_annotate(code, findings) if annotate and findings else code, [], findings)
-    try:
-        module = cst.parse_module(code)
-    except Exception as exc:  # libcst's grammar lags CPython's in places
-        raise MigrateError(f"libcst cannot parse it: {str(exc).splitlines()[0]}") from None
+    module = check_round_trip(code)
     rw = Rewriter(module, findings, reg, torch_npu_version, path, cell)
     new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rw)
     changes = rw.changes

@@ -1,8 +1,13 @@
 """Rule ``cuda-env``: CUDA environment variable."""
 from __future__ import annotations
 
+import functools
+
 from ascend_compat.knowledge import env_vars
 from ascend_compat.analysis.rules.base import AUTO, Rule
+
+#: the knowledge record of a name (cached: looked up for every import / key string)
+_lookup = functools.lru_cache(maxsize=4096)(env_vars.lookup)
 
 RULE = Rule('cuda-env', 'environment', AUTO, 'CUDA environment variable',
             'The shim maps CUDA_VISIBLE_DEVICES to ASCEND_RT_VISIBLE_DEVICES (validated, sorted) and '
@@ -23,7 +28,7 @@ def on_string(v, node, s: str, role: str) -> None:
     :mod:`ascend_compat.knowledge.env_vars` names the rule and its verdict."""
     if role == "value":
         return
-    rec = env_vars.lookup(s)
+    rec = _lookup(s)
     if rec is not None:
         v.report(node, rec.rule, f"environment variable {s}: {rec.reason}", rec.advice, handling=rec.verdict)
 

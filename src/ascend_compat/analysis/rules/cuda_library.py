@@ -8,12 +8,17 @@ imports to the ascend-compat drop-in.
 """
 from __future__ import annotations
 
+import functools
+
 import ast
 import builtins
 import re
 
 from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule
 from ascend_compat.knowledge import libraries
+
+#: the knowledge record of a name (cached: looked up for every import / key string)
+_lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
 
 RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
             'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
@@ -43,7 +48,7 @@ def qualname(q: str, version):
     """A use site of a listed library (``apex.amp.initialize``), Triton's language excepted."""
     if "." not in q:
         return None
-    lib = libraries.lookup(q)
+    lib = _lookup(q)
     if lib is None or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
         return None
     return RULE.id, lib.verdict, message(q, lib), lib.replacement
@@ -51,10 +56,10 @@ def qualname(q: str, version):
 
 def on_import(v, node, module: str, names=()) -> bool:
     """Report an import of a listed library (True), remembering star imports of one."""
-    lib = libraries.lookup(module)
+    lib = _lookup(module)
     if lib is None:
         for n in names:
-            lib = libraries.lookup(f"{module}.{n}")
+            lib = _lookup(f"{module}.{n}")
             if lib is not None:
                 break
     if lib is None:
@@ -77,7 +82,7 @@ def on_call(v, node, q, attr) -> None:
     if name in _BUILTINS or v.bound(name) or _defined_in(v.full_text, name):
         return
     module = v.star_imports[-1]
-    lib = libraries.lookup(module)
+    lib = _lookup(module)
     v.report(node.func, RULE.id, message(f"{module}.{name}", lib) + f" (from {module} import *)",
              lib.replacement, handling=lib.verdict)
 

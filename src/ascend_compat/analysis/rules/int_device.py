@@ -13,4 +13,4 @@ RULE = Rule('int-device', 'device', AUTO, 'integer device ordinal',
 #: argparse options declared type=int (``.to(args.gpu)``); reported by the engine's device flow
 TRIGGERS = ("type=int",)
 #: literal ordinals: ``.to(0)``, ``device=0``, ``torch.device(0)``
-TRIGGER_PATTERNS = (re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d"),)
+TRIGGER_PATTERNS = (re.compile(r"\.to\(\s*\d"), re.compile(r"device\s*[(=]\s*\d"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-import re
 from typing import Dict, List, Optional, Sequence
 
 from ascend_compat.analysis.rules.base import Classified, Rule
@@ -58,11 +57,6 @@ class Registry:
             if c is not None:
                 return c
         return None
-
-    def trigger_regex(self) -> "re.Pattern":
-        """One pattern matching any trigger word or pattern (on lower-cased text)."""
-        parts = [re.escape(w) for w in self.triggers] + [p.pattern for p in self.trigger_patterns]
-        return re.compile("|".join(parts))
 
 
 def discover() -> list:
