@@ -117,6 +117,7 @@ class PyAnalyzer:
         (default: every rule module of the package)."""
         self.reg = registry or _registry.default()
         self._hooks = self.reg.hooks
+        self._value_hooks = self.reg.string_hooks["value"]
         self.path = path
         #: the whole text being analysed (``text`` is the current cell's in a notebook)
         self.full_text = text
@@ -209,7 +210,7 @@ class PyAnalyzer:
 
     def _constant(self, node: ast.Constant) -> None:
         if type(node.value) is str:
-            for hook in self._hooks["on_string"]:
+            for hook in self._value_hooks:
                 hook(self, node, node.value, "value")
 
     def _visit_all(self, nodes: Iterable) -> None:
@@ -644,7 +645,7 @@ class PyAnalyzer:
                 self.visit(o)
 
     def _string(self, node, s: str, role: str) -> None:
-        for hook in self._hooks["on_string"]:
+        for hook in self.reg.string_hooks[role]:
             hook(self, node, s, role)
 
     def _subscript(self, node: ast.Subscript) -> None:

@@ -13,7 +13,8 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
   ``qualname(q, version) -> (rule, handling, message, suggestion) | None`` for resolved names
   (``torch.backends.cudnn.benchmark``), ``on_call(v, node, q, attr)``, ``on_attribute(v, node, q)``,
   ``on_string(v, node, s, role)`` (role: ``"value"``, ``"key"`` of a subscript or dict,
-  ``"compare"`` operand, ``"env"`` argument of an environment getter), ``on_compare(v, node,
+  ``"compare"`` operand, ``"env"`` argument of an environment getter; ``STRING_ROLES`` limits the roles
+  it is called for), ``on_compare(v, node,
   operands)``, ``on_import(v, node, module, names) -> bool`` (True = the import line is reported),
   ``on_assign(v, node, targets, value, augmented)`` (``=``, ``:=``-free assignments and ``+=``);
 * the verdict, read from the knowledge layer (:mod:`ascend_compat.knowledge`) where it has one;

@@ -21,6 +21,9 @@ ENV_RENAMES = {"CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES",
 REWRITE_NEEDS_TORCH_NPU = False
 
 
+STRING_ROLES = ("key", "compare", "env")
+
+
 def on_string(v, node, s: str, role: str) -> None:
     """An environment variable name used as one: a key, a compared name, a getter's argument.
 

@@ -23,6 +23,9 @@ def qualname(q: str, version):
     return None
 
 
+STRING_ROLES = ("key",)
+
+
 def on_string(v, node, s: str, role: str) -> None:
     """The ``"nvcc"`` key of extra_compile_args (a dict key or a subscript)."""
     if role == "key" and s == "nvcc":

@@ -44,6 +44,9 @@ def on_assign(v, node, targets, value, augmented: bool) -> None:
         v.report(n, RULE.id, f"{n.id} (CUDA sources) added to the build: " + RULE.explanation, RULE.suggestion)
 
 
+STRING_ROLES = ("value",)
+
+
 def on_string(v, node, s: str, role: str) -> None:
     """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
     if role == "value" and s.endswith((".cu", ".cuh")) and CU_PATH.match(s):

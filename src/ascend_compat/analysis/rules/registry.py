@@ -15,6 +15,7 @@ from ascend_compat.analysis.rules.base import Classified, Rule
 
 #: modules of the package that are not rules (the registry itself and helpers the rules share)
 SUPPORT_MODULES = frozenset({"base", "registry", "catalog", "cuda_api"})
+STRING_ROLES = ("value", "key", "compare", "env")
 _HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_compare", "on_import", "on_assign")
 
 
@@ -30,6 +31,11 @@ class Registry:
         self.modules = {m.RULE.id: m for m in mods}
         self.rules: Dict[str, Rule] = {m.RULE.id: m.RULE for m in mods}
         self.hooks: Dict[str, List] = {h: [getattr(m, h) for m in mods if hasattr(m, h)] for h in _HOOKS}
+        #: on_string hooks by role (a rule's STRING_ROLES, default all): most strings are plain values
+        self.string_hooks: Dict[str, List] = {
+            role: [m.on_string for m in mods
+                   if hasattr(m, "on_string") and role in getattr(m, "STRING_ROLES", STRING_ROLES)]
+            for role in STRING_ROLES}
         words = {w for m in mods for w in getattr(m, "TRIGGERS", ())}
         self.triggers = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
         self.trigger_patterns = tuple(p for m in mods for p in getattr(m, "TRIGGER_PATTERNS", ()))
