@@ -402,54 +402,9 @@ def sanitize_cell(src: str) -> Optional[str]:
 
 
 # ------------------------------------------------------------------------------ other kinds
-_GLOBAL = re.compile(r"__global__\s+(?:\w+\s+)*?(\w+)\s*\(")
-_CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find_package\s*\(\s*(?:CUDA|CUDAToolkit)\b"
-                    r"|cuda_add_(?:library|executable)|CMAKE_CUDA_\w+|CUDA_ARCHITECTURES|\S+\.cuh?\b|\bnvcc\b|CUDA::\w+",
-                    re.I)
-_CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
-                  r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
-                  r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
-#: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
-_CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")
-
-
-def _line_findings(path, text, rx, kind) -> List[Finding]:
-    from ascend_compat.analysis.rules.catalog import RULES
-
-    out = []
-    r = RULES["cuda-extension"]
-    for i, line in enumerate(text.split("\n"), 1):
-        code = line.split("#", 1)[0] if kind == "cmake" else line.split("//", 1)[0]
-        m = rx.search(code)
-        if m:
-            what = m.group(0).strip()
-            if kind == "cpp" and _CPP_DEVICE.fullmatch(what):
-                d = RULES["device-string"]
-                out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "device-string", d.category, "manual",
-                                   f"C++ CUDA device `{what}`: libtorch code is outside the Python shim's reach",
-                                   "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)"))
-                continue
-            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-extension", r.category,
-                               r.handling, f"CUDA build/code reference `{what}`: {r.explanation}",
-                               "build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension."
-                               "NpuExtension); replace CUDA runtime calls with ACL (aclrt*) / c10 PrivateUse1 APIs"))
-    return out
-
-
-def _cuda_source(path, text) -> List[Finding]:
-    from ascend_compat.analysis.rules.catalog import RULES
-
-    r = RULES["cuda-source"]
-    out = []
-    for i, line in enumerate(text.split("\n"), 1):
-        m = _GLOBAL.search(line.split("//", 1)[0])
-        if m:
-            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-source", r.category, r.handling,
-                               f"CUDA kernel {m.group(1)}: {r.explanation}", r.suggestion))
-    if not out:
-        out.append(Finding(path, 1, 1, 1, 1, "cuda-source", r.category, r.handling,
-                           "CUDA source file: " + r.explanation, r.suggestion))
-    return out
+def _other_kind(path: str, kind: str, text: str) -> List[Finding]:
+    """Findings of a .cu/.cuh, CMake or C++ file: the rules' ``on_file`` hooks for that kind."""
+    return [f for hook in _rules().file_hooks.get(kind, ()) for f in hook(path, kind, text)]
 
 
 def _suppressed(f: Finding, supp) -> bool:
@@ -525,14 +480,8 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
         elif kind == "notebook":
             result.findings = _notebook(path, text, opts, result)
             return
-        elif kind == "cuda-source":
-            findings = _cuda_source(path, text)
-        elif kind == "cmake":
-            findings = _line_findings(path, text, _CMAKE, kind) if "cuda" in text.lower() or "nvcc" in text else []
-        elif kind == "cpp":
-            findings = _line_findings(path, text, _CPP, kind) if "cuda" in text.lower() or "<<<" in text else []
         else:
-            findings = []
+            findings = _other_kind(path, kind, text)
     except SyntaxError as exc:
         result.error_kind = "parse-error"
         result.error = f"syntax error at line {exc.lineno}: {exc.msg}"

@@ -17,6 +17,8 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
   it is called for), ``on_compare(v, node,
   operands)``, ``on_import(v, node, module, names) -> bool`` (True = the import line is reported),
   ``on_assign(v, node, targets, value, augmented)`` (``=``, ``:=``-free assignments and ``+=``);
+* for files that are not Python: ``FILE_KINDS`` (``"cuda-source"``, ``"cmake"``, ``"cpp"``) and
+  ``on_file(path, kind, text) -> list of Finding``;
 * the verdict, read from the knowledge layer (:mod:`ascend_compat.knowledge`) where it has one;
 * an optional rewrite for ``migrate`` (strings only, no libcst here): ``rewrite_string(body) ->
   str | None`` for string literals the rule reported, ``REWRITE_METHOD``/``REWRITE_ATTR`` (``(old, new)``

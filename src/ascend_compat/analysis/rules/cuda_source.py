@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules.base import MANUAL, Rule
 
 RULE = Rule('cuda-source', 'extension', MANUAL, 'CUDA source file',
@@ -52,3 +53,23 @@ def on_string(v, node, s: str, role: str) -> None:
     if role == "value" and s.endswith((".cu", ".cuh")) and CU_PATH.match(s):
         v.state.setdefault(RULE.id, set())
         v.report(node, RULE.id, f'"{s}" names CUDA source files: ' + RULE.explanation, RULE.suggestion)
+
+
+# ---------------------------------------------------------------- .cu / .cuh files
+FILE_KINDS = ("cuda-source",)
+_GLOBAL = re.compile(r"__global__\s+(?:\w+\s+)*?(\w+)\s*\(")
+
+
+def on_file(path: str, kind: str, text: str) -> list:
+    """Each ``__global__`` kernel of a CUDA source file, or the file itself when it defines none."""
+    r = RULE
+    out = []
+    for i, line in enumerate(text.split("\n"), 1):
+        m = _GLOBAL.search(line.split("//", 1)[0])
+        if m:
+            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, r.id, r.category, r.handling,
+                               f"CUDA kernel {m.group(1)}: {r.explanation}", r.suggestion))
+    if not out:
+        out.append(Finding(path, 1, 1, 1, 1, r.id, r.category, r.handling, "CUDA source file: " + r.explanation,
+                           r.suggestion))
+    return out

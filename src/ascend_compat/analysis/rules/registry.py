@@ -38,6 +38,11 @@ class Registry:
             for role in STRING_ROLES}
         words = {w for m in mods for w in getattr(m, "TRIGGERS", ())}
         self.triggers = tuple(sorted(w for w in words if not any(o != w and o in w for o in words)))
+        #: whole-file hooks by file kind (CUDA sources, CMake, C++): ``on_file(path, kind, text)``
+        self.file_hooks: Dict[str, List] = {}
+        for m in mods:
+            for kind in getattr(m, "FILE_KINDS", ()):
+                self.file_hooks.setdefault(kind, []).append(m.on_file)
         self.trigger_patterns = tuple(p for m in mods for p in getattr(m, "TRIGGER_PATTERNS", ()))
         self.trigger_imports = frozenset(n for m in mods for n in getattr(m, "TRIGGER_IMPORTS", ()))
         self.rewrite_string = {i: m.rewrite_string for i, m in self.modules.items() if hasattr(m, "rewrite_string")}
