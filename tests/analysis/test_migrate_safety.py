@@ -166,3 +166,13 @@ def test_bounded_fuzz_of_real_scripts_is_idempotent_and_changes_only_rewritten_l
                 assert all(("npu" in ln or "hccl" in ln or ln.strip().startswith("#")) for ln in added), (src.name, n, added)
             n += 1
     assert n >= 50
+
+
+def test_a_file_libcst_does_not_reproduce_is_left_untouched():
+    """A backslash continuation on an otherwise empty line: libcst drops it, so positions and the text
+    would shift (found by the fuzz campaign: the first run changed nothing but the dropped line)."""
+    from ascend_compat.analysis.migrate import MigrateError, migrate_source
+
+    src = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
+    with pytest.raises(MigrateError, match="does not reproduce"):
+        migrate_source(src)

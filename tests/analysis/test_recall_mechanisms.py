@@ -126,3 +126,43 @@ def test_intra_file_data_flow_for_backend_device_and_dtype(tmp_path):
     assert _lines(fs, "nccl-backend") == {6}
     assert _lines(fs, "int-device") == {11}
     assert _lines(fs, "float64") == {14}
+
+
+def test_library_names_bound_by_a_star_import(tmp_path):
+    body = "x = 1\n" * 250  # long enough for the statement-level prefilter to apply
+    fs = _scan(tmp_path, "from apex.fp16_utils import *\n" + body + textwrap.dedent("""\
+        def step(loss):
+            return to_python_float(loss) + len([loss])
+        def helper(x):
+            return x
+        y = helper(1)
+        """))
+    hits = [f for f in fs if f.rule == "cuda-library"]
+    assert {f.line for f in hits} == {1, 253}
+    assert "apex.fp16_utils.to_python_float" in hits[1].message
+    # a second star import: the name may come from it, so it is not attributed to the library
+    fs = _scan(tmp_path, "from apex.fp16_utils import *\nfrom mymod import *\ny = to_python_float(1)\n")
+    assert _lines(fs, "cuda-library") == {1}
+
+
+def test_cuda_sources_joining_a_build(tmp_path):
+    head = textwrap.dedent("""\
+        import glob
+        sources = glob.glob("csrc/*.cpp")
+        gpu_srcs = glob.glob(os.path.join("csrc", "*.cu"))
+        """)
+    tail = "sources += gpu_srcs\nother = sources + []\nall_srcs = cpp + gpu_srcs\n"
+    fs = _scan(tmp_path, head + "x = 1\n" * 250 + tail, name="setup.py")
+    assert _lines(fs, "cuda-source") == {3, 254, 256}
+
+
+def test_extension_load_of_a_variable_holding_cuda_sources(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        from torch.utils.cpp_extension import load
+        sources = ["funcs.cpp", "mx.cu"]
+        sources = [os.path.join("cpp", x) for x in sources]
+        funcs = load(name="ext", sources=sources)
+        cpu_only = load(name="cpu", sources=["a.cpp"])
+        """)
+    assert _lines(fs, "cuda-extension") == {5}

@@ -98,13 +98,13 @@ def test_fast_path_equals_full_analysis(path, monkeypatch):
     """Statement selection and skipping is an optimisation: it must not change any finding."""
     fast = scan_file(path).findings
 
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
+    from ascend_compat.analysis.visitor import PyAnalyzer
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     an = PyAnalyzer(path, text)
     an.feed(scan._parse(text, path))
     full = an.finish()
-    from ascend_compat.analysis.rules.python_visitor import suppressions
+    from ascend_compat.analysis.visitor import suppressions
     supp = suppressions(text)
     full = [f for f in full if not scan._suppressed(f, supp)]
     assert [f.to_dict() for f in fast] == [f.to_dict() for f in full]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import gc
 import hashlib
 import json
 import os
@@ -34,25 +35,24 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding
-from ascend_compat.analysis.rules import libraries
-from ascend_compat.knowledge import env_vars as _env_records
+from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
 ANALYZER_VERSION = "1"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
-#: torch module) cannot produce a finding. Every rule's detection needs one of them in the text.
-KEYWORDS = ("cuda", "cudnn", "nccl", "float64", "double", "complex128", "dataparallel", "data_parallel",
-            "channels_last", "jit", "reduceop", "reduce-overhead", "max-autotune", "nvidia",
-            "torch.load", ".cu'", '.cu"', ".cuh'", '.cuh"', "nvcc", "from_numpy", "type=int")
-#: environment variables check knows (from the knowledge records) that no keyword above covers
-KEYWORDS += tuple(sorted({n for n in (r.name.rstrip("*").lower() for r in _env_records.RECORDS)
-                          if not any(k in n for k in KEYWORDS)}))
-_EXTRA = re.compile(r"\.to\(\s*\d|device\s*[(=]\s*\d")
-_TORCH_REBIND = re.compile(r"\btorch[ \t]*=(?!=)")
+#: torch module) cannot produce a finding. The union of the rules' TRIGGERS: every rule's
+#: detection needs one of them in the text.
+KEYWORDS = _rules().triggers
+#: trigger patterns of the rules (integer device ordinals), each searched on its own: a pattern that
+#: starts with a literal is found by the regex engine's fast prefix scan, an alternation is not
+_EXTRA = _rules().trigger_patterns
+_TRIGGER_IMPORTS = _rules().trigger_imports
+_TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
-_BOUNDARY = re.compile(r"^(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)", re.M)
+#: the newline before a top-level statement (a regex starting with a literal is scanned fast)
+_BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
 #: parse everything when the selected statements cover more than this share of the file
 _FULL_PARSE_SHARE = 0.6
 
@@ -127,7 +127,7 @@ def _outside_strings(text: str, start: int, offsets: List[int]) -> List[int]:
 
 def _chunks(text: str) -> List[Tuple[int, int]]:
     """(start, end) offsets of top-level statements (decorators stay with what they decorate)."""
-    starts = _outside_strings(text, 0, [m.start() for m in _BOUNDARY.finditer(text)])
+    starts = _outside_strings(text, 0, [m.start() + 1 for m in _BOUNDARY.finditer(text)])
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     merged = []
@@ -170,10 +170,15 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
         while i != -1:
             pos.append(i)
             i = low.find(kw, i + 1)
-    pos.extend(m.start() for m in _EXTRA.finditer(low))
+    for rx in _EXTRA:
+        pos.extend(m.start() for m in rx.finditer(low))
     relevant = bool(pos)
     # rebinding the name torch (torch = ...) changes what later lines resolve to
-    pos.extend(m.start() for m in _TORCH_REBIND.finditer(text))
+    i = text.find("torch")
+    while i != -1:
+        if (i == 0 or not _is_word_char(text[i - 1])) and _TORCH_REBIND.match(text, i):
+            pos.append(i)
+        i = text.find("torch", i + 5)
     i = text.find("import")
     while i != -1:
         start = text.rfind("\n", 0, i) + 1
@@ -183,7 +188,7 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
             if not relevant:
                 mod = m.group(1) or m.group(2)
                 root = mod.split(".", 1)[0]
-                if root in libraries.TOP_LEVEL_NAMES or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
+                if root in _TRIGGER_IMPORTS or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
                     relevant = True
         i = text.find("import", max(i + 6, m.end() if m is not None else 0))
     pos.sort()
@@ -211,7 +216,7 @@ def _name_positions(text: str, names) -> List[int]:
 
 def _analyse_python(path: str, text: str, opts: ScanOptions):
     """Findings for Python source; SyntaxError propagates (only from a whole-file parse)."""
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer
+    from ascend_compat.analysis.visitor import PyAnalyzer
 
     base, relevant = hot_positions(text)
     if not relevant:
@@ -219,14 +224,22 @@ def _analyse_python(path: str, text: str, opts: ScanOptions):
     total_lines = text.count("\n") + 1
     spans = _chunks(text) if total_lines > 200 else [(0, len(text))]
     seeds: set = set()
+    trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
         extra = _name_positions(text, seeds)
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)
         analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
-        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines)):
+        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
             analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
+            if "full" not in trees:
+                trees["full"] = _parse(text, path)
+            analyzer.feed(trees["full"])
+        if analyzer.star_imports and analyzer.hot is not None:
+            # names a star import binds can be used anywhere without a trigger word: visit everything
+            analyzer = PyAnalyzer(path, text, opts.torch_npu_version)
             analyzer.feed(_parse(text, path))
+            return analyzer.finish()
         new = analyzer.dynamic_names - seeds
         if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
             return analyzer.finish()
@@ -266,8 +279,8 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     if m is None:
         return None
     ind = re.escape(m.group(1))
-    rx = re.compile(r"^%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind, re.M)
-    starts = _outside_strings(text, s, [x.start() for x in rx.finditer(text, nl + 1, e)])
+    rx = re.compile(r"\n%s(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)" % ind)
+    starts = _outside_strings(text, s, [x.start() + 1 for x in rx.finditer(text, nl, e)])
     merged: List[int] = []
     for st in starts:
         if merged and text.startswith("@", merged[-1] + len(m.group(1))):
@@ -279,7 +292,7 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
 
-def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
+def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None) -> bool:
     """Parse and visit only the statements holding ``positions``; False = do a full parse.
 
     Top-level statements are the unit; a long class is split further into its member statements,
@@ -316,13 +329,17 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
     offsets = sorted({a for a, _, _ in pieces} | {a for a, _ in skipped})
     line_at = dict(zip(offsets, (ln - 1 for ln in _lines_of_all(text, offsets))))
     trees = []
+    memo = {} if memo is None else memo
     for a, b, wrapped in pieces:
-        lineno = line_at[a]
-        src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
-        try:
-            trees.append(_parse(src, path))
-        except (SyntaxError, ValueError):
-            return False
+        tree = memo.get((a, b, wrapped))
+        if tree is None:
+            lineno = line_at[a]
+            src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
+            try:
+                tree = memo[(a, b, wrapped)] = _parse(src, path)
+            except (SyntaxError, ValueError):
+                return False
+        trees.append(tree)
     for a, b in skipped:
         lo = line_at[a] + 1
         analyzer.skipped.append((lo, lo + text.count("\n", a, b)))
@@ -332,7 +349,7 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines) -> bool:
 
 
 def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> List[Finding]:
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer, suppressions
+    from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 
     nb = json.loads(text)
     cells = nb.get("cells") if isinstance(nb, dict) else None
@@ -385,54 +402,9 @@ def sanitize_cell(src: str) -> Optional[str]:
 
 
 # ------------------------------------------------------------------------------ other kinds
-_GLOBAL = re.compile(r"__global__\s+(?:\w+\s+)*?(\w+)\s*\(")
-_CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find_package\s*\(\s*(?:CUDA|CUDAToolkit)\b"
-                    r"|cuda_add_(?:library|executable)|CMAKE_CUDA_\w+|CUDA_ARCHITECTURES|\S+\.cuh?\b|\bnvcc\b|CUDA::\w+",
-                    re.I)
-_CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
-                  r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
-                  r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
-#: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
-_CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")
-
-
-def _line_findings(path, text, rx, kind) -> List[Finding]:
-    from ascend_compat.analysis.rules.catalog import RULES
-
-    out = []
-    r = RULES["cuda-extension"]
-    for i, line in enumerate(text.split("\n"), 1):
-        code = line.split("#", 1)[0] if kind == "cmake" else line.split("//", 1)[0]
-        m = rx.search(code)
-        if m:
-            what = m.group(0).strip()
-            if kind == "cpp" and _CPP_DEVICE.fullmatch(what):
-                d = RULES["device-string"]
-                out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "device-string", d.category, "manual",
-                                   f"C++ CUDA device `{what}`: libtorch code is outside the Python shim's reach",
-                                   "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)"))
-                continue
-            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-extension", r.category,
-                               r.handling, f"CUDA build/code reference `{what}`: {r.explanation}",
-                               "build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension."
-                               "NpuExtension); replace CUDA runtime calls with ACL (aclrt*) / c10 PrivateUse1 APIs"))
-    return out
-
-
-def _cuda_source(path, text) -> List[Finding]:
-    from ascend_compat.analysis.rules.catalog import RULES
-
-    r = RULES["cuda-source"]
-    out = []
-    for i, line in enumerate(text.split("\n"), 1):
-        m = _GLOBAL.search(line.split("//", 1)[0])
-        if m:
-            out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, "cuda-source", r.category, r.handling,
-                               f"CUDA kernel {m.group(1)}: {r.explanation}", r.suggestion))
-    if not out:
-        out.append(Finding(path, 1, 1, 1, 1, "cuda-source", r.category, r.handling,
-                           "CUDA source file: " + r.explanation, r.suggestion))
-    return out
+def _other_kind(path: str, kind: str, text: str) -> List[Finding]:
+    """Findings of a .cu/.cuh, CMake or C++ file: the rules' ``on_file`` hooks for that kind."""
+    return [f for hook in _rules().file_hooks.get(kind, ()) for f in hook(path, kind, text)]
 
 
 def _suppressed(f: Finding, supp) -> bool:
@@ -471,14 +443,23 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
             for f in cached.findings:
                 f.path = path
             return cached
-    _analyse_bytes(path, kind, data, opts, result)
+    # the cyclic garbage collector would walk every syntax tree node of the file again and again while
+    # the trees are being built (most of check's time after parsing); one file's cycles are few, so it
+    # runs once the file is done instead
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _analyse_bytes(path, kind, data, opts, result)
+    finally:
+        if collecting:
+            gc.enable()
     if key is not None:
         _cache_put(opts.cache_dir, key, result)
     return result
 
 
 def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result: FileResult) -> None:
-    from ascend_compat.analysis.rules.python_visitor import suppressions
+    from ascend_compat.analysis.visitor import suppressions
 
     try:
         text = _decode(data)
@@ -499,14 +480,8 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
         elif kind == "notebook":
             result.findings = _notebook(path, text, opts, result)
             return
-        elif kind == "cuda-source":
-            findings = _cuda_source(path, text)
-        elif kind == "cmake":
-            findings = _line_findings(path, text, _CMAKE, kind) if "cuda" in text.lower() or "nvcc" in text else []
-        elif kind == "cpp":
-            findings = _line_findings(path, text, _CPP, kind) if "cuda" in text.lower() or "<<<" in text else []
         else:
-            findings = []
+            findings = _other_kind(path, kind, text)
     except SyntaxError as exc:
         result.error_kind = "parse-error"
         result.error = f"syntax error at line {exc.lineno}: {exc.msg}"

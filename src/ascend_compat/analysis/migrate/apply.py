@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
 from ascend_compat.analysis.findings import Finding
-from ascend_compat.analysis.migrate.transform import Change, MigrateError, migrate_source
+from ascend_compat.analysis.migrate.transform import Change, MigrateError, check_round_trip, migrate_source
 from ascend_compat._files import write_bytes_atomic
 
 
@@ -101,27 +101,10 @@ def _read_source(path: str, kind: str):
     return text, SourceFormat(encoding, bom, crlf)
 
 
-def _check_round_trip(text: str) -> None:
-    """libcst must reproduce the file byte for byte, or a rewrite could change what it did not touch."""
-    import libcst as cst
-
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        raise MigrateError(f"does not parse: {str(exc).splitlines()[0]}") from None
-    except RecursionError:
-        raise MigrateError("nested too deeply to parse") from None
-    if module.code != text:
-        line = next((i for i, (a, b) in enumerate(zip(module.code.splitlines(), text.splitlines()), 1) if a != b),
-                    min(len(module.code.splitlines()), len(text.splitlines())) + 1)
-        raise MigrateError(f"libcst does not reproduce this file exactly (from line {line}); left untouched "
-                           "so nothing else in it can change")
-
-
 def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     """(new text, changes, remaining findings) for a Python file or a notebook's JSON text."""
     if kind != "notebook":
-        _check_round_trip(text)
+        check_round_trip(text)
         r = migrate_source(text, path, version, annotate)
         return r.code, r.changes, r.remaining
     from ascend_compat.analysis.scan import cell_source, sanitize_cell
@@ -152,7 +135,7 @@ def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
         if code is None or code != src:
             continue  # cells with IPython magics are listed, not rewritten (the magic lines are not Python)
         try:
-            _check_round_trip(src)
+            check_round_trip(src)
             r = migrate_source(src, path, version, annotate, cell=idx)
         except MigrateError as exc:
             remaining.append(Finding(path, 1, 1, 1, 1, "cuda-method", "device", "manual",

@@ -2,7 +2,7 @@
 
 The decisions come from the same analysis as ``check``: :class:`PyAnalyzer` reports which string
 literals are used as devices/backends/environment names, which ``.cuda()`` calls and ``torch.cuda``
-chains exist; this module rewrites exactly those syntax nodes (matched by position) and nothing
+chains exist; :class:`~ascend_compat.analysis.migrate.rewriter.Rewriter` rewrites exactly those syntax nodes (matched by position) and nothing
 else, so ``os.path.join(src, "cuda")`` or a log message is never touched. Rewrites:
 
 * ``"cuda"``/``"cuda:N"``/``f"cuda:{i}"``/``"cuda:{}".format(i)`` used as devices -> ``npu``;
@@ -28,40 +28,13 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
-from ascend_compat.knowledge import backends, devices, env_vars
+from ascend_compat.analysis.migrate.changes import Change
 
 TODO_TAG = "# TODO(ascend-compat):"
-ENV_RENAMES = env_vars.RENAMES
-HF32 = {"torch.backends.cuda.matmul.allow_tf32": "torch.npu.matmul.allow_hf32",
-        "torch.backends.cudnn.allow_tf32": "torch.npu.conv.allow_hf32"}
-FLASH_MODULES = {"flash_attn", "flash_attn.flash_attn_interface", "flash_attn.bert_padding"}
-FLASH_TARGET = "ascend_compat.ecosystem.dropins.flash_attn"
-
-
-#: rules some finding of which migrate may rewrite (files without any are not re-parsed with libcst)
-REWRITABLE = frozenset({"device-string", "device-compare", "nccl-backend", "cuda-amp", "cuda-env", "cuda-method",
-                        "is-cuda", "torch-cuda-api", "cuda-graph", "legacy-tensor-type",
-                        "cudnn-flag", "cuda-backend-flag", "cuda-library"})
 
 
 class MigrateError(Exception):
     """The source could not be rewritten (it is left untouched)."""
-
-
-@dataclass
-class Change:
-    path: str
-    line: int
-    rule: str
-    before: str
-    after: str
-    cell: Optional[int] = None
-
-    def to_dict(self) -> dict:
-        d = {"path": self.path, "line": self.line, "rule": self.rule, "before": self.before, "after": self.after}
-        if self.cell is not None:
-            d["cell"] = self.cell
-        return d
 
 
 @dataclass
@@ -79,13 +52,25 @@ def _require_libcst():
         raise MigrateError("migrate needs libcst: pip install 'ascend-compat[migrate]'") from None
 
 
-def _str_body(value: str) -> Tuple[str, str, str]:
-    """Split a string literal's source into (prefix+quote, body, closing quote)."""
-    i = 0
-    while i < len(value) and value[i] not in "'\"":
-        i += 1
-    q = value[i:i + 3] if value[i:i + 3] in ('"""', "'''") else value[i]
-    return value[:i + len(q)], value[i + len(q):len(value) - len(q)], q
+def check_round_trip(text: str):
+    """The libcst module of ``text``; MigrateError unless libcst reproduces it byte for byte (else a
+    rewrite could change what it did not touch, or positions could disagree with check's)."""
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise MigrateError(f"does not parse: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise MigrateError("nested too deeply to parse") from None
+    except Exception as exc:  # libcst's grammar lags CPython's in places
+        raise MigrateError(f"libcst cannot parse it: {str(exc).splitlines()[0]}") from None
+    if module.code != text:
+        line = next((i for i, (a, b) in enumerate(zip(module.code.splitlines(), text.splitlines()), 1) if a != b),
+                    min(len(module.code.splitlines()), len(text.splitlines())) + 1)
+        raise MigrateError(f"libcst does not reproduce this file exactly (from line {line}); left untouched "
+                           "so nothing else in it can change")
+    return module
 
 
 def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optional[str] = None,
@@ -93,226 +78,25 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     """Rewrite ``code``. Raises :class:`MigrateError` if it cannot be parsed (nothing is changed)."""
     _require_libcst()
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
+    from libcst.metadata import MetadataWrapper
 
-    from ascend_compat.analysis.rules import cuda_api
-
+    from ascend_compat.analysis.migrate.rewriter import Rewriter
+    from ascend_compat.analysis.rules.registry import default
     from ascend_compat.analysis.scan import _parse
 
     try:
         tree = _parse(code, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise MigrateError(f"cannot parse: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})") from None
+    reg = default()
     findings = _findings(code, tree, path, torch_npu_version, cell)
-    if not any(f.rule in REWRITABLE for f in findings):
+    if not any(f.rule in reg.rewritable for f in findings):
         return SourceResult(_annotate(code, findings) if annotate and findings else code, [], findings)
-    try:
-        module = cst.parse_module(code)
-    except Exception as exc:  # libcst's grammar lags CPython's in places
-        raise MigrateError(f"libcst cannot parse it: {str(exc).splitlines()[0]}") from None
-
-    by_pos: Dict[Tuple[int, int], List[Finding]] = {}
-    for f in findings:
-        by_pos.setdefault((f.line, f.col - 1), []).append(f)
-    done: Set[int] = set()  # id() of findings rewritten
-    by_id = {id(f): f for f in findings}
-    changes: List[Change] = []
-
-    def take(pos, rules) -> Optional[Finding]:
-        for f in by_pos.get(pos, ()):
-            if f.rule in rules:
-                return f
-        return None
-
-    class T(cst.CSTTransformer):
-        METADATA_DEPENDENCIES = (PositionProvider,)
-
-        def __init__(self):
-            super().__init__()
-            self.claimed: Set[Tuple[int, int]] = set()
-            self.targets: Dict[int, str] = {}
-            self.needs_torch_npu = False
-
-        def _pos(self, node) -> Tuple[int, int]:
-            p = self.get_metadata(PositionProvider, node).start
-            return p.line, p.column
-
-        def _record(self, f: Finding, orig, new, line=None):
-            done.add(id(f))
-            changes.append(Change(path, line or f.line, f.rule, module.code_for_node(orig).strip(),
-                                  module.code_for_node(new).strip(), cell))
-
-        # -- strings
-        def leave_SimpleString(self, orig, upd):
-            pos = self._pos(orig)
-            f = take(pos, ("device-string", "device-compare", "nccl-backend", "cuda-amp", "cuda-env"))
-            if f is None:
-                return upd
-            head, body, q = _str_body(upd.value)
-            if f.rule == "nccl-backend":
-                new_body = backends.rewrite(body)
-            elif f.rule == "cuda-env":
-                new_body = ENV_RENAMES.get(body, body)
-            elif body.startswith("cuda"):
-                new_body = devices.TARGET + body[4:]  # "cuda", "cuda:N" and "cuda:{}" (devices.rewrite's grammar, widened)
-            else:
-                return upd
-            if new_body == body:
-                return upd
-            new = upd.with_changes(value=head + new_body + q)
-            self._record(f, orig, new)
-            if f.rule != "cuda-env":
-                self.needs_torch_npu = True
-            return new
-
-        def leave_FormattedString(self, orig, upd):
-            f = take(self._pos(orig), ("device-string", "cuda-amp", "device-compare"))
-            if f is None or not upd.parts or not isinstance(upd.parts[0], cst.FormattedStringText):
-                return upd
-            first = upd.parts[0]
-            if not first.value.startswith("cuda"):
-                return upd
-            new = upd.with_changes(parts=[first.with_changes(value="npu" + first.value[4:])] + list(upd.parts[1:]))
-            self._record(f, orig, new)
-            self.needs_torch_npu = True
-            return new
-
-        # -- .cuda() / .is_cuda / torch.cuda.X chains
-        def leave_Call(self, orig, upd):
-            func = upd.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-                f = take(self._pos(orig), ("cuda-method",))
-                if f is not None:
-                    new = upd.with_changes(func=func.with_changes(attr=cst.Name("npu")))
-                    done.add(id(f))
-                    changes.append(Change(path, f.line, f.rule, ".cuda(", ".npu(", cell))
-                    self.needs_torch_npu = True
-                    return new
-            return upd
-
-        def visit_Attribute(self, node):
-            pos = self._pos(node)
-            if pos in self.claimed:
-                return True
-            # device-capability is not rewritten: torch.npu.get_device_capability() returns None
-            # unless configured, which breaks "major, minor = ..." (it stays listed for a human)
-            f = take(pos, ("torch-cuda-api", "cuda-amp", "cuda-graph",
-                           "legacy-tensor-type", "cudnn-flag", "cuda-backend-flag"))
-            if f is not None:
-                self.claimed.add(pos)
-                self.targets[id(node)] = id(f)
-            return True
-
-        def leave_Attribute(self, orig, upd):
-            if upd.attr.value == "is_cuda":
-                f = take(self._pos(orig), ("is-cuda",))
-                if f is not None:
-                    new = upd.with_changes(attr=cst.Name("is_npu"))
-                    self._record(f, orig, new)
-                    self.needs_torch_npu = True
-                    return new
-            fid = self.targets.get(id(orig))
-            if fid is None:
-                return upd
-            f = by_id[fid]
-            dotted = _dotted(upd)
-            if dotted is None:
-                return upd
-            target = None
-            if dotted in HF32:
-                target = HF32[dotted]
-            elif dotted.startswith("torch.cuda."):
-                npu = cuda_api.has_npu_counterpart(dotted[len("torch.cuda."):], torch_npu_version)
-                target = npu
-            if not target:
-                return upd
-            new = cst.parse_expression(target)
-            self._record(f, orig, new)
-            self.needs_torch_npu = True
-            return new
-
-        # -- imports
-        def leave_ImportFrom(self, orig, upd):
-            if upd.relative or upd.module is None:
-                return upd
-            mod = _dotted(upd.module)
-            if mod is None:
-                return upd
-            line = self._pos(orig)[0]
-            new = None
-            rule = "torch-cuda-api"
-            if mod == "torch.cuda" or mod.startswith("torch.cuda."):
-                sub = mod[len("torch.cuda"):]
-                if isinstance(upd.names, cst.ImportStar):
-                    return upd
-                names = []
-                for a in upd.names:
-                    name = _dotted(a.name)
-                    full = (sub[1:] + "." if sub else "") + name
-                    npu = cuda_api.has_npu_counterpart(full, torch_npu_version)
-                    if not npu or cuda_api.status(full, torch_npu_version).rule == "device-capability":
-                        return upd
-                    last = npu.rsplit(".", 1)[-1]
-                    if last != name and a.asname is None:
-                        a = a.with_changes(name=cst.Name(last), asname=cst.AsName(name=cst.Name(name)))
-                    elif last != name:
-                        a = a.with_changes(name=cst.Name(last))
-                    names.append(a)
-                rule = "cuda-amp" if sub.startswith(".amp") else rule
-                new = upd.with_changes(module=_attr_expr("torch_npu.npu" + sub), names=names)
-            elif mod == "torch" and not isinstance(upd.names, cst.ImportStar) and len(upd.names) == 1 \
-                    and _dotted(upd.names[0].name) == "cuda":
-                a = upd.names[0]
-                new = upd.with_changes(module=cst.Name("torch_npu"), names=[a.with_changes(
-                    name=cst.Name("npu"), asname=a.asname or cst.AsName(name=cst.Name("cuda")))])
-            elif mod in FLASH_MODULES:
-                rule = "cuda-library"
-                new = upd.with_changes(module=_attr_expr(FLASH_TARGET))
-            if new is None:
-                return upd
-            changes.append(Change(path, line, rule, module.code_for_node(orig).strip(),
-                                  module.code_for_node(new).strip(), cell))
-            _mark_done(line, rule)
-            if rule != "cuda-library":
-                self.needs_torch_npu = True
-            return new
-
-        def leave_Import(self, orig, upd):
-            line = self._pos(orig)[0]
-            names = []
-            changed = False
-            for a in upd.names:
-                name = _dotted(a.name)
-                if name in ("torch.cuda",) and a.asname is not None:
-                    a = a.with_changes(name=_attr_expr("torch_npu.npu"))
-                    changed = True
-                    self.needs_torch_npu = True
-                elif name == "flash_attn":
-                    a = a.with_changes(name=_attr_expr(FLASH_TARGET),
-                                       asname=a.asname or cst.AsName(name=cst.Name("flash_attn")))
-                    changed = True
-                    _mark_done(line, "cuda-library")
-                names.append(a)
-            if not changed:
-                return upd
-            new = upd.with_changes(names=names)
-            changes.append(Change(path, line, "import", module.code_for_node(orig).strip(),
-                                  module.code_for_node(new).strip(), cell))
-            return new
-
-    by_line: Dict[Tuple[int, str], List[Finding]] = {}
-    for f in findings:
-        by_line.setdefault((f.line, f.rule), []).append(f)
-
-    def _mark_done(line, rule):
-        for f in by_line.get((line, rule), ()):
-            done.add(id(f))
-
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    t = T()
-    new_module = wrapper.visit(t)
-    inserted_after = None
-    if t.needs_torch_npu and not _imports_torch_npu(new_module):
+    module = check_round_trip(code)
+    rw = Rewriter(module, findings, reg, torch_npu_version, path, cell)
+    new_module = MetadataWrapper(module, unsafe_skip_copy=True).visit(rw)
+    changes = rw.changes
+    if rw.needs_torch_npu and not _imports_torch_npu(new_module):
         new_module, inserted_after = _insert_torch_npu(new_module)
         if inserted_after is not None:
             changes.append(Change(path, inserted_after + 1, "import", "", "import torch_npu", cell))
@@ -327,7 +111,7 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
 
 def _findings(code, tree, path, version, cell) -> List[Finding]:
     """check's findings for ``code`` with suppression comments honoured."""
-    from ascend_compat.analysis.rules.python_visitor import PyAnalyzer, suppressions
+    from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 
     an = PyAnalyzer(path, code, version, cell)
     an.feed(tree)
@@ -340,31 +124,10 @@ def _findings(code, tree, path, version, cell) -> List[Finding]:
     return out
 
 
-def _dotted(node) -> Optional[str]:
-    import libcst as cst
-
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
-
-
-def _attr_expr(dotted: str):
-    import libcst as cst
-
-    parts = dotted.split(".")
-    node = cst.Name(parts[0])
-    for p in parts[1:]:
-        node = cst.Attribute(value=node, attr=cst.Name(p))
-    return node
-
-
 def _imports_torch_npu(module) -> bool:
     import libcst as cst
+
+    from ascend_compat.analysis.migrate.rewriter import dotted as _dotted
 
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -377,6 +140,8 @@ def _imports_torch_npu(module) -> bool:
 def _insert_torch_npu(module):
     """Insert ``import torch_npu`` after the first top-level ``import torch`` (or torch-ish import)."""
     import libcst as cst
+
+    from ascend_compat.analysis.migrate.rewriter import dotted as _dotted
 
     body = list(module.body)
     best = None

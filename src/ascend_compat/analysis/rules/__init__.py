@@ -1,1 +1,1 @@
-"""Rule tables (data) and the visitors that apply them."""
+"""The rules check applies: one module per rule (found by :mod:`.registry`), plus shared helpers."""

@@ -1,4 +1,4 @@
-"""NPU status of ``torch.cuda`` names, read from the generated table in :mod:`ascend_compat.data`.
+"""NPU status of ``torch.cuda`` names (a helper of the rules, not a rule), read from the generated table in :mod:`ascend_compat.data`.
 
 The table itself is generated data (``ascend_compat.data.cuda_api_map(torch_npu_version)``); this
 module only adapts it to what the scanner needs and adds the semantic notes that are not in any
@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple, Optional
 
-from ascend_compat.analysis.rules.catalog import AUTO, MANUAL, PARTIAL
+from ascend_compat.analysis.rules import device_capability
+from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL
 from ascend_compat.knowledge import cuda_names as shim_table
 
 
@@ -115,3 +116,36 @@ def has_npu_counterpart(name: str, version: Optional[str] = None) -> Optional[st
     if st.npu_name is None or st.note.startswith("NPU status not verified"):
         return None
     return st.npu_name
+
+
+@functools.lru_cache(maxsize=4096)
+def classify_torch_cuda(q: str, version: Optional[str] = None):
+    """(rule, handling, message, suggestion) of ``torch.cuda`` or a ``torch.cuda.*`` name."""
+    name = q[len("torch.cuda."):] if q != "torch.cuda" else ""
+    if not name:
+        return ("torch-cuda-api", AUTO, "torch.cuda module used as a value",
+                "use torch.npu (torch_npu) or torch.get_device_module()")
+    st = status(name, version)
+    # a note phrased as advice ("prefer X", "use X") is the suggestion, not part of the message
+    advice = st.note.startswith(("prefer ", "use "))
+    msg = f"torch.cuda.{name}"
+    if st.note and not advice:
+        msg += f": {st.note}"
+    elif st.npu_name is None:
+        msg += ": torch_npu has no counterpart"
+    if advice:
+        sugg = "use " + st.note.split(" ", 1)[1]
+    elif st.rule == "device-capability":
+        sugg = device_capability.RULE.suggestion
+    elif st.npu_name:
+        sugg = f"use {st.npu_name}"
+    else:
+        sugg = "remove it, or guard it with a check that the device is CUDA"
+    return st.rule, st.handling, msg, sugg
+
+
+def npu_chain(dotted: str, version: Optional[str] = None) -> Optional[str]:
+    """migrate's rewrite of a ``torch.cuda.X`` chain: ``torch.npu.X`` when torch_npu has X, else None."""
+    if not dotted.startswith("torch.cuda."):
+        return None
+    return has_npu_counterpart(dotted[len("torch.cuda."):], version)

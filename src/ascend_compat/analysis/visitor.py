@@ -9,6 +9,9 @@ such as ``use_cuda`` are never reported, because only those syntactic positions 
 
 One :class:`PyAnalyzer` handles one file (or one notebook: cells share the module scope); it can
 be fed several syntax trees of the same file (the scanner parses only the statements that matter).
+It is the engine the rules run on: it keeps scopes, aliases and the intra-file flow of device and
+backend values, and calls the hooks of the rule modules (:mod:`ascend_compat.analysis.rules.registry`)
+at each call, attribute, string, comparison and import; the rules decide what is reported.
 """
 from __future__ import annotations
 
@@ -18,37 +21,30 @@ import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
-from ascend_compat.analysis.rules import environment, libraries
-from ascend_compat.analysis.rules.catalog import MANUAL, PARTIAL, RULES
-from ascend_compat.analysis.rules.qualnames import classify, is_interesting
-from ascend_compat.knowledge import backends, devices, extensions
+from ascend_compat.analysis.rules import nccl_backend
+from ascend_compat.analysis.rules import registry as _registry
+from ascend_compat.analysis.rules.base import const_str as _const_str
+from ascend_compat.knowledge import backends, devices
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
-_DEVICE_EQ = devices.BY_NAME['x.device.type == "cuda"']
-_DEVICE_IN = devices.BY_NAME['"cuda" in str(device)']
-BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
+BACKEND_STR = nccl_backend.BACKEND_STR
+ENV_GETTERS = frozenset({"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
+                         "os.environ.pop", "os.environ.__getitem__", "os.environ.__setitem__"})
 _DEVICE_NAME = re.compile(r"(?:^|_)(?:device|devices|dev|map_location|device_type|accelerator)(?:$|_)", re.I)
 _BACKEND_NAME = re.compile(r"backend", re.I)
 
-#: calls whose first positional argument is a device (int allowed where torch accepts an ordinal)
-DEVICE_FIRST_ARG = {
-    "torch.device", "torch.set_default_device", "torch.get_device_module", "torch.Generator",
-    "torch.Stream", "torch.Event", "torch.cuda.set_device", "torch.cuda.device", "torch.npu.set_device",
-    "torch.accelerator.set_device_index", "torch.is_autocast_enabled", "torch.get_autocast_dtype",
-    "torch.set_autocast_enabled", "torch.get_autocast_gpu_dtype",
-}
-AMP_FIRST_ARG = {"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler",
-                 "torch.amp.autocast_mode.autocast", "torch.amp.grad_scaler.GradScaler",
-                 "torch.cpu.amp.autocast"}
-DEVICE_KW = {"device", "device_type", "map_location", "output_device", "pin_memory_device",
-             "device_id", "devices", "device_ids", "accelerator"}
-INT_DEVICE_KW = {"device"}
-BACKEND_CALLS = {"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
-                 "init_device_mesh"}
-ENV_GETTERS = {"os.getenv", "os.putenv", "os.unsetenv", "os.environ.get", "os.environ.setdefault",
-               "os.environ.pop", "os.environ.__getitem__", "os.environ.__setitem__"}
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
+
+
+#: fields that can hold nodes worth visiting (operators and load/store contexts never are)
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "id", "arg", "attr", "name", "module",
+                          "level", "asname", "conversion", "kind", "lineno", "is_async", "simple"})
+
+
+def _child_fields(t: type) -> Tuple[str, ...]:
+    return tuple(f for f in t._fields if f not in _LEAF_FIELDS)
 
 
 _STMTS = frozenset(c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.stmt))
@@ -72,8 +68,6 @@ _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp
 _NUMPY_FLOAT64 = frozenset(f"numpy.{n}" for n in (
     "zeros", "ones", "empty", "full", "linspace", "eye", "identity", "random.rand", "random.randn",
     "random.random", "random.uniform", "random.normal", "loadtxt", "genfromtxt"))
-#: a string that is a path or glob of CUDA sources
-_CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
 
 
 def _catches_import_error(t) -> bool:
@@ -86,20 +80,19 @@ def _catches_import_error(t) -> bool:
     return name in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
 
 
-def needs_tracking(q: str) -> bool:
+#: qualname roots worth binding as aliases (anything else is not followed)
+_INTERESTING_ROOTS = frozenset({"torch", "triton", "numba", "deepspeed", "flash_attn", "os", "subprocess"})
+
+
+def needs_tracking(q: str, reg=None) -> bool:
     """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word."""
+    classify = (reg or _registry.default()).classify
     return (q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
             or classify(q + ".x") is not None)
 
 
 def _is_device_name(name: str) -> bool:
     return bool(_DEVICE_NAME.search(name))
-
-
-def _const_str(node) -> Optional[str]:
-    if type(node) is ast.Constant and type(node.value) is str:
-        return node.value
-    return None
 
 
 def suppressions(text: str) -> Dict[int, Optional[Set[str]]]:
@@ -118,10 +111,19 @@ class PyAnalyzer:
     """Collects findings for one Python source; call :meth:`feed` per tree, then :meth:`finish`."""
 
     def __init__(self, path: str, text: str, torch_npu_version: Optional[str] = None,
-                 cell: Optional[int] = None, hot_lines: Optional[List[int]] = None):
+                 cell: Optional[int] = None, hot_lines: Optional[List[int]] = None,
+                 registry: Optional[_registry.Registry] = None):
         """``hot_lines``: sorted line numbers that may matter; statements touching none of them are
-        skipped (recorded in :attr:`skipped`). None = visit everything."""
+        skipped (recorded in :attr:`skipped`). None = visit everything. ``registry``: the rules
+        (default: every rule module of the package)."""
+        self.reg = registry or _registry.default()
+        self._hooks = self.reg.hooks
+        self._value_hooks = self.reg.string_hooks["value"]
         self.path = path
+        #: the whole text being analysed (``text`` is the current cell's in a notebook)
+        self.full_text = text
+        #: listed libraries star-imported at module level (``from apex.fp16_utils import *``)
+        self.star_imports: List[str] = []
         self.hot = hot_lines
         self.skipped: List[Tuple[int, int]] = []
         #: names whose uses may be CUDA references without containing a trigger word
@@ -151,13 +153,16 @@ class PyAnalyzer:
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
             ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
+            ast.AugAssign: self._augassign,
         }
+        #: per-rule data a rule keeps while the file is visited (keyed by rule id)
+        self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
-        self._guarded = 0
+        self.guarded = 0
         #: argparse destinations declared ``type=int`` (``args.gpu``)
-        self._int_attrs: Set[str] = set()
+        self.int_attrs: Set[str] = set()
         #: names bound to NumPy arrays created with NumPy's default float64 dtype
-        self._f64_arrays: Set[str] = set()
+        self.f64_arrays: Set[str] = set()
         self._function_names: List[str] = []
 
     # ------------------------------------------------------------------ plumbing
@@ -170,6 +175,7 @@ class PyAnalyzer:
         """Notebooks: the following trees come from this cell (positions count within it)."""
         self.cell, self.text, self._lines = cell, text, None
         self._cell_texts[cell] = text
+        self.full_text = "\n".join(t for t in self._cell_texts.values() if t)
 
     def _in_cell(self, cell: Optional[int]) -> None:
         if cell != self.cell:
@@ -190,16 +196,23 @@ class PyAnalyzer:
         fn = self._dispatch.get(t)
         if fn is not None:
             fn(node)
-        else:
-            for child in ast.iter_child_nodes(node):
-                self.visit(child)
+            return
+        fields = _CHILD_FIELDS.get(t)
+        if fields is None:
+            fields = _CHILD_FIELDS[t] = _child_fields(t)
+        for name in fields:
+            v = getattr(node, name, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, ast.AST):
+                        self.visit(x)
+            elif isinstance(v, ast.AST):
+                self.visit(v)
 
     def _constant(self, node: ast.Constant) -> None:
-        """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
-        v = node.value
-        if type(v) is str and v.endswith((".cu", ".cuh")) and _CU_PATH.match(v):
-            r = RULES["cuda-source"]
-            self.report(node, "cuda-source", f'"{v}" names CUDA source files: ' + r.explanation, r.suggestion)
+        if type(node.value) is str:
+            for hook in self._value_hooks:
+                hook(self, node, node.value, "value")
 
     def _visit_all(self, nodes: Iterable) -> None:
         for n in nodes:
@@ -230,8 +243,16 @@ class PyAnalyzer:
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
         self.scopes[-1].aliases[name] = qual
-        if qual is not None and (qual != name or name in libraries.TOP_LEVEL_NAMES) and needs_tracking(qual):
+        if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):
             self.dynamic_names.add(name)
+
+    def bound(self, name: str) -> bool:
+        """Whether ``name`` is bound in a scope visible here (to anything)."""
+        return any(name in sc.aliases for sc in self.scopes if sc.kind != "class" or sc is self.scopes[-1])
+
+    def classify(self, q: str):
+        """The rules' verdict on a resolved dotted name: (rule, handling, message, suggestion) or None."""
+        return self.reg.classify(q, self.version)
 
     def qual(self, node) -> Optional[str]:
         """Fully qualified name of a Name/Attribute chain rooted in an import, else None."""
@@ -249,7 +270,7 @@ class PyAnalyzer:
             return base + "." + ".".join(attrs)
         return base
 
-    def _segment(self, node) -> Optional[str]:
+    def segment(self, node) -> Optional[str]:
         """Source text of a node (like ast.get_source_segment, without re-splitting the file)."""
         if self._lines is None:
             self._lines = self.text.split("\n")
@@ -278,7 +299,7 @@ class PyAnalyzer:
         if key in self._seen:
             return
         self._seen.add(key)
-        r = RULES[rule]
+        r = self.reg.rules[rule]
         end_line = getattr(node, "end_lineno", None) or line
         end_col = getattr(node, "end_col_offset", None)
         self.findings.append(Finding(
@@ -290,7 +311,7 @@ class PyAnalyzer:
     # ------------------------------------------------------------------ imports and scopes
     def _import_line(self, node, q: str) -> None:
         """An import line binding a CUDA module or name (``import torch.backends.cudnn as cudnn``)."""
-        c = classify(q, self.version)
+        c = self.classify(q)
         if c is not None:
             rule, handling, msg, sugg = c
             if q == "torch.cuda":
@@ -301,9 +322,12 @@ class PyAnalyzer:
                     break
             self.report(node, rule, f"import of {q}" + (f": {msg}" if msg else ""), sugg, handling)
 
+    def _on_import(self, node, module: str, names=()) -> bool:
+        return any(hook(self, node, module, names) for hook in self._hooks["on_import"])
+
     def _import(self, node: ast.Import) -> None:
         for a in node.names:
-            if not self._library(node, a.name) and a.asname:
+            if not self._on_import(node, a.name) and a.asname:
                 self._import_line(node, a.name)
             if a.asname:
                 self._bind(a.asname, a.name)
@@ -317,45 +341,30 @@ class PyAnalyzer:
                 self._bind(a.asname or a.name, None)
             return
         mod = node.module
-        reported = self._library(node, mod, names=[a.name for a in node.names])
+        reported = self._on_import(node, mod, [a.name for a in node.names])
+        if not reported and any(a.name == "*" for a in node.names):
+            self.star_imports.append(None)  # names of an unlisted module: star-bound names are ambiguous
         for a in node.names:
             if a.name == "*":
                 continue
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
-                reported = self._library(node, q)
+                reported = self._on_import(node, q)
             if not reported:
                 self._import_line(node, q)
             self._bind(a.asname or a.name, q)
 
     def _try(self, node: ast.Try) -> None:
         guarded = any(_catches_import_error(h.type) for h in node.handlers)
-        self._guarded += guarded
+        self.guarded += guarded
         try:
             self._visit_all(node.body)
         finally:
-            self._guarded -= guarded
+            self.guarded -= guarded
         for h in node.handlers:
             self.visit(h)
         self._visit_all(node.orelse)
         self._visit_all(node.finalbody)
-
-    def _library(self, node, module: str, names=()) -> bool:
-        hit = libraries.lookup(module)
-        if hit is None:
-            for n in names:
-                hit = libraries.lookup(f"{module}.{n}")
-                if hit is not None:
-                    break
-        if hit is None:
-            return False
-        key, lib = hit
-        msg, handling = "import of " + libraries.message(key, lib), lib.verdict
-        if self._guarded and handling == MANUAL:
-            # the except branch is the Ascend path: the code runs without the library
-            msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
-        self.report(node, "cuda-library", msg, lib.replacement, handling=handling)
-        return True
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
         ps = list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs)
@@ -414,10 +423,10 @@ class PyAnalyzer:
             if type(node) is ast.AnnAssign and node.annotation is not None:
                 self.visit(node.annotation)
             if type(t) is ast.Name:
-                if type(value) is ast.Call and self._numpy_float64(value):
-                    self._f64_arrays.add(t.id)
+                if type(value) is ast.Call and self.numpy_float64(value):
+                    self.f64_arrays.add(t.id)
                 q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
-                self._bind(t.id, q if q and is_interesting(q) else None)
+                self._bind(t.id, q if q and self._interesting(q) else None)
                 if value is not None:
                     self._candidate(t.id, value)
             elif type(t) is ast.Attribute:
@@ -432,6 +441,20 @@ class PyAnalyzer:
                         self.visit(el)
             else:
                 self.visit(t)
+        if value is not None:
+            for hook in self._hooks["on_assign"]:
+                hook(self, node, targets, value, False)
+
+    def _interesting(self, q: str) -> bool:
+        """Whether an alias bound to ``q`` must be followed (its uses may be CUDA references)."""
+        root = q.split(".", 1)[0]
+        return root in _INTERESTING_ROOTS or root in self.reg.trigger_imports
+
+    def _augassign(self, node: ast.AugAssign) -> None:
+        self.visit(node.target)
+        self.visit(node.value)
+        for hook in self._hooks["on_assign"]:
+            hook(self, node, [node.target], node.value, True)
 
     def _device_nodes(self, expr) -> List[ast.AST]:
         """Sub-expressions of ``expr`` that are CUDA device strings if ``expr`` is a device."""
@@ -514,10 +537,10 @@ class PyAnalyzer:
         for n in nodes:
             s = _const_str(n)
             if s is not None:
-                npu = devices.TARGET + s[4:]  # devices.rewrite for "cuda"/"cuda:N", widened to "cuda:{}" forms
+                npu = devices.TARGET + s[4:]  # devices.rewrite's "cuda"/"cuda:N", widened to "cuda:{}" forms
                 msg = f'"{s}" used as a device'
             else:
-                src = self._segment(n)
+                src = self.segment(n)
                 s = src or "cuda:N"
                 npu = s.replace("cuda", "npu", 1)
                 msg = f"CUDA device string built at run time ({s if len(s) < 40 else 'cuda:...'})"
@@ -533,7 +556,7 @@ class PyAnalyzer:
             self.report(n, "nccl-backend", f'"{s}" used as a distributed backend',
                         f'use "{backends.rewrite(s)}"')
 
-    def _device_arg(self, expr, allow_int: bool = False, rule: str = "device-string") -> None:
+    def device_arg(self, expr, allow_int: bool = False, rule: str = "device-string") -> None:
         """``expr`` is used as a device."""
         t = type(expr)
         if t is ast.Constant:
@@ -546,8 +569,8 @@ class PyAnalyzer:
             self._use("device", expr.id)
             return
         if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
-            if allow_int and expr.attr in self._int_attrs:
-                seg = self._segment(expr) or expr.attr
+            if allow_int and expr.attr in self.int_attrs:
+                seg = self.segment(expr) or expr.attr
                 self.report(expr, "int-device", f"integer device ordinal {seg} (an int command-line option)",
                             f'use torch.device("npu", {seg})')
                 return
@@ -557,21 +580,21 @@ class PyAnalyzer:
         if t is ast.Dict:
             for k in expr.keys:
                 if k is not None:
-                    self._device_arg(k)
+                    self.device_arg(k)
             for v in expr.values:
-                self._device_arg(v)
+                self.device_arg(v)
             return
         if t in (ast.List, ast.Tuple):
             for el in expr.elts:
-                self._device_arg(el, allow_int=False, rule=rule)
+                self.device_arg(el, allow_int=False, rule=rule)
             return
         if t is ast.IfExp:
-            self._device_arg(expr.body, allow_int, rule)
-            self._device_arg(expr.orelse, allow_int, rule)
+            self.device_arg(expr.body, allow_int, rule)
+            self.device_arg(expr.orelse, allow_int, rule)
             return
         self._report_devices(self._device_nodes(expr), rule)
 
-    def _backend_arg(self, expr) -> None:
+    def backend_arg(self, expr) -> None:
         if type(expr) is ast.Name:
             self._use("backend", expr.id)
         elif type(expr) is ast.Attribute and self.qual(expr) is None:
@@ -582,19 +605,19 @@ class PyAnalyzer:
     def _use(self, kind: str, name: str) -> None:
         self.uses.setdefault((kind, name), set()).add(self.scopes[-1].idx)
 
-    def _is_device_expr(self, e) -> bool:
+    def is_device_expr(self, e) -> bool:
         t = type(e)
         if t is ast.Name:
             return _is_device_name(e.id)
         if t is ast.Attribute:
             return e.attr in ("type", "device", "device_type") or _is_device_name(e.attr)
         if t is ast.Call and type(e.func) is ast.Name and e.func.id in ("str", "repr") and e.args:
-            return self._is_device_expr(e.args[0])
+            return self.is_device_expr(e.args[0])
         if t is ast.Call and type(e.func) is ast.Attribute and e.func.attr in ("lower", "strip"):
-            return self._is_device_expr(e.func.value)
+            return self.is_device_expr(e.func.value)
         return False
 
-    def _is_backend_expr(self, e) -> bool:
+    def is_backend_expr(self, e) -> bool:
         t = type(e)
         if t is ast.Name:
             return bool(_BACKEND_NAME.search(e.id))
@@ -606,52 +629,32 @@ class PyAnalyzer:
             if name == "get_backend":
                 return True
             if name in ("str", "lower") :
-                return bool(e.args) and self._is_backend_expr(e.args[0]) if name == "str" \
-                    else self._is_backend_expr(f.value)
+                return bool(e.args) and self.is_backend_expr(e.args[0]) if name == "str" \
+                    else self.is_backend_expr(f.value)
         return False
 
     # ------------------------------------------------------------------ node handlers
     def _compare(self, node: ast.Compare) -> None:
         operands = [node.left] + list(node.comparators)
-        if any(self._is_device_expr(o) for o in operands):
-            for o in operands:
-                elts = o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]
-                for el in elts:
-                    s = _const_str(el)
-                    if s is not None and DEVICE_PREFIX.match(s):
-                        rec = _DEVICE_IN if any(type(op) in (ast.In, ast.NotIn) for op in node.ops) else _DEVICE_EQ
-                        self.report(el, "device-compare", f'device compared with "{s}": {rec.reason}',
-                                    f'compare with "{devices.TARGET + s[4:]}"', handling=rec.verdict)
-        if any(self._is_backend_expr(o) for o in operands):
-            for o in operands:
-                elts = o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]
-                for el in elts:
-                    s = _const_str(el)
-                    if s is not None and BACKEND_STR.match(s):
-                        self.report(el, "nccl-backend", f'distributed backend compared with "{s}"',
-                                    'compare with "hccl" too (or use the shim, which keeps this working)')
+        for hook in self._hooks["on_compare"]:
+            hook(self, node, operands)
         for o in operands:
             s = _const_str(o)
             if s is not None:
-                self._env_key(o)
+                self._string(o, s, "compare")
             else:
                 self.visit(o)
 
-    def _env_key(self, node) -> None:
-        s = _const_str(node)
-        rec = None if s is None else environment.lookup(s)
-        if rec is None:
-            return
-        self.report(node, rec.rule, f"environment variable {s}: {rec.reason}", rec.advice, handling=rec.verdict)
+    def _string(self, node, s: str, role: str) -> None:
+        for hook in self.reg.string_hooks[role]:
+            hook(self, node, s, role)
 
     def _subscript(self, node: ast.Subscript) -> None:
         self.visit(node.value)
         sl = node.slice
         if type(sl) is ast.Constant:
-            self._env_key(sl)
-            if sl.value == "nvcc":
-                r = RULES["cuda-extension"]
-                self.report(sl, "cuda-extension", "nvcc compile flags: " + r.explanation, r.suggestion)
+            if type(sl.value) is str:
+                self._string(sl, sl.value, "key")
         else:
             self.visit(sl)
 
@@ -659,14 +662,11 @@ class PyAnalyzer:
         for k, v in zip(node.keys, node.values):
             ks = _const_str(k) if k is not None else None
             if ks is not None:
-                self._env_key(k)
-                if ks == "nvcc":
-                    r = RULES["cuda-extension"]
-                    self.report(k, "cuda-extension", "nvcc compile flags: " + r.explanation, r.suggestion)
+                self._string(k, ks, "key")
                 if _is_device_name(ks):
-                    self._device_arg(v)
+                    self.device_arg(v)
                 elif _BACKEND_NAME.search(ks):
-                    self._backend_arg(v)
+                    self.backend_arg(v)
             elif k is not None:
                 self.visit(k)
             self.visit(v)
@@ -674,25 +674,20 @@ class PyAnalyzer:
     def _attribute(self, node: ast.Attribute) -> None:
         q = self.qual(node)
         if q is not None:
-            c = classify(q, self.version)
+            c = self.classify(q)
             if c is not None:
                 rule, handling, msg, sugg = c
                 self.report(node, rule, msg, sugg, handling)
                 return
-        target = node
-        if q is not None and node.attr != "is_cuda" and ".is_cuda." in q + ".":
-            while type(target) is ast.Attribute and target.attr != "is_cuda":
-                target = target.value
-        if type(target) is ast.Attribute and target.attr == "is_cuda":
-            r = RULES["is-cuda"]
-            self.report(target, "is-cuda", ".is_cuda is False for NPU tensors without the shim", r.suggestion)
+        for hook in self._hooks["on_attribute"]:
+            hook(self, node, q)
         if q is None:
             self.visit(node.value)
 
     def _name(self, node: ast.Name) -> None:
         q = self._lookup(node.id)
         if q is not None and q != node.id:
-            c = classify(q, self.version)
+            c = self.classify(q)
             if c is not None:
                 rule, handling, msg, sugg = c
                 self.report(node, rule, f"{msg} (imported as {node.id})", sugg, handling)
@@ -701,115 +696,25 @@ class PyAnalyzer:
         func = node.func
         q = self.qual(func) if type(func) in (ast.Attribute, ast.Name) else None
         attr = func.attr if type(func) is ast.Attribute else None
-        args, kws = node.args, node.keywords
-        if attr == "cuda" and q != "torch.cuda" and not (q and classify(q, self.version)):
-            self.report(node, "cuda-method", ".cuda() moves to the CUDA device",
-                        ".npu()" if not args and not kws else "use .npu(...) with the same arguments")
-        elif attr == "double" and not kws and len(args) <= (0 if q is None else 1) \
-                and not (q and classify(q, self.version)):
-            self.report(node, "float64",
-                        ".double(): float64 on the NPU becomes float32 under the shim (numerics change) or fails",
-                        "use .float() on the NPU")
-        elif attr == "type" and args and not (q and classify(q, self.version)):
-            s = _const_str(args[0])
-            if s is not None and s.startswith("torch.cuda.") and s.endswith("Tensor"):
-                if s == "torch.cuda.DoubleTensor":
-                    self.report(node, "float64", f'.type("{s}"): float64 on the NPU',
-                                'use .to("npu", torch.float32)')
-                else:
-                    self.report(node, "legacy-tensor-type", f'.type("{s}")',
-                                f'use .type("{s.replace("cuda", "npu")}") or .to(device, dtype)')
-        elif attr in ("to", "to_empty", "pin_memory") and q is None:
-            if args:
-                self._device_arg(args[0], allow_int=attr == "to")
-        elif attr in ("startswith", "endswith") and q is None and args:
-            if self._is_device_expr(func.value):
-                s = _const_str(args[0])
-                if s is not None and s.startswith("cuda"):
-                    self.report(args[0], "device-compare", f'device string tested with {attr}("{s}"): '
-                                + _DEVICE_IN.reason, f'test for "{devices.TARGET + s[4:]}"', handling=_DEVICE_IN.verdict)
-        if q is not None:
-            self._call_qualified(node, q, args, kws)
-        if attr in BACKEND_CALLS or (q or "").rsplit(".", 1)[-1] in BACKEND_CALLS:
-            if args:
-                self._backend_arg(args[0])
+        for hook in self._hooks["on_call"]:
+            hook(self, node, q, attr)
+        if q in ENV_GETTERS and node.args:
+            s = _const_str(node.args[0])
+            if s is not None:
+                self._string(node.args[0], s, "env")
         if attr == "add_argument" or attr == "add_option":
             self._argparse(node)
-        for kw in kws:
-            k = kw.arg
-            if k is None:
-                continue
-            if k in DEVICE_KW:
-                self._device_arg(kw.value, allow_int=k in INT_DEVICE_KW)
-            elif k == "backend" or k == "dist_backend":
-                self._backend_arg(kw.value)
         # children
         self.visit(func)
-        for a in args:
+        for a in node.args:
             self.visit(a)
-        for kw in kws:
+        for kw in node.keywords:
             self.visit(kw.value)
 
-    def _call_qualified(self, node: ast.Call, q: str, args, kws) -> None:
-        if q in DEVICE_FIRST_ARG and args:
-            self._device_arg(args[0], allow_int=q == "torch.device")
-        elif q in AMP_FIRST_ARG and args:
-            self._device_arg(args[0], rule="cuda-amp")
-        elif q == "torch.from_numpy":
-            self._from_numpy(node, args)
-        elif q == "torch.load":
-            if len(args) < 2 and not any(k.arg == "map_location" for k in kws):
-                r = RULES["torch-load"]
-                self.report(node, "torch-load", "torch.load without map_location: CUDA-saved tensors load to CUDA "
-                            "(the shim maps them to the NPU)",
-                            r.suggestion)
-        elif q == "torch.compile":
-            for k in kws:
-                s = _const_str(k.value)
-                if k.arg == "mode" and s in ("reduce-overhead", "max-autotune"):
-                    r = RULES["compile-cuda-graphs"]
-                    self.report(k.value, "compile-cuda-graphs",
-                                f'torch.compile(mode="{s}"): relies on CUDA graphs / Triton autotuning; on NPU '
-                                "it needs triton-ascend or torchair and may fall back to eager", r.suggestion)
-        elif q in ENV_GETTERS:
-            if args:
-                self._env_key(args[0])
-        elif q.startswith("subprocess.") or q in ("os.system", "os.popen"):
-            if args:
-                first = args[0]
-                elts = first.elts if type(first) in (ast.List, ast.Tuple) else [first]
-                for el in elts[:1]:
-                    s = _const_str(el)
-                    if s is not None and s.lstrip().startswith("nvidia-smi"):
-                        r = RULES["nvidia-smi"]
-                        self.report(el, "nvidia-smi", "runs nvidia-smi: " + r.explanation, r.suggestion)
-        elif q.endswith("cpp_extension.load") or q.endswith("cpp_extension.load_inline"):
-            cu = any(k.arg == "cuda_sources" for k in kws)
-            srcs = [k.value for k in kws if k.arg == "sources"] + list(args[1:2])
-            for s in srcs:
-                for el in (s.elts if type(s) in (ast.List, ast.Tuple) else [s]):
-                    v = _const_str(el)
-                    if v is not None and v.endswith((".cu", ".cuh")):
-                        cu = True
-            if cu or any(k.arg == "with_cuda" and getattr(k.value, "value", None) is True for k in kws):
-                rec = extensions.BY_QUALNAME["torch.utils.cpp_extension." + q.rsplit(".", 1)[-1]]
-                self.report(node, rec.rule, f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: {rec.reason}",
-                            rec.advice, handling=rec.verdict)
-
-    def _numpy_float64(self, call: ast.Call) -> bool:
+    def numpy_float64(self, call: ast.Call) -> bool:
         """A NumPy array factory call without a dtype: the array is float64."""
         q = self.qual(call.func) if type(call.func) in (ast.Name, ast.Attribute) else None
         return q in _NUMPY_FLOAT64 and not any(k.arg == "dtype" for k in call.keywords)
-
-    def _from_numpy(self, node: ast.Call, args) -> None:
-        a = args[0] if args else None
-        f64 = (type(a) is ast.Name and a.id in self._f64_arrays) or (type(a) is ast.Call and self._numpy_float64(a))
-        if type(a) is ast.Name and not f64:
-            self.dynamic_names.add(a.id)  # its assignment may sit in a statement the prefilter skipped
-        if f64:
-            r = RULES["float64"]
-            self.report(node, "float64", "torch.from_numpy of a float64 array (NumPy's default dtype): "
-                        "float64 on the NPU", "use torch.from_numpy(a).float(), or create the array with dtype=np.float32")
 
     def _argparse(self, node: ast.Call) -> None:
         opts = [_const_str(a) or "" for a in node.args]
@@ -817,7 +722,7 @@ class PyAnalyzer:
         if any(k.arg == "type" and type(k.value) is ast.Name and k.value.id == "int" for k in node.keywords):
             # args.<dest> holds an int: passed to .to() it is a device ordinal
             dests = {o.lstrip("-").replace("-", "_") for o in opts if o.startswith("-")}
-            self._int_attrs.update(dests)
+            self.int_attrs.update(dests)
             self.dynamic_names.update(dests)  # their uses (.to(args.gpu)) hold no trigger word
         device_opt = any(_is_device_name(o.lstrip("-").replace("-", "_")) for o in opts)
         backend_opt = any(_BACKEND_NAME.search(o) for o in opts)
@@ -831,7 +736,7 @@ class PyAnalyzer:
                 for el in k.value.elts:
                     s = _const_str(el)
                     if s == "nccl":
-                        self.report(el, "nccl-backend", 'backend choices allow "nccl" but not "hccl"',
+                        self.report(el, nccl_backend.RULE.id, 'backend choices allow "nccl" but not "hccl"',
                                     'add "hccl" to the choices')
 
     # ------------------------------------------------------------------ results

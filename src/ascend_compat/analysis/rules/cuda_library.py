@@ -1,0 +1,99 @@
+"""Rule ``cuda-library``: CUDA-only third-party libraries (records in :mod:`ascend_compat.knowledge.libraries`).
+
+Reported: each import of a listed library (once per import statement, rated ``partial`` when the
+import is guarded by ``except ImportError``: the except branch is the Ascend path), and each use
+site reached through an alias (``amp.initialize`` after ``from apex import amp``) or a star import
+(``to_python_float(x)`` after ``from apex.fp16_utils import *``). migrate rewrites ``flash_attn``
+imports to the ascend-compat drop-in.
+"""
+from __future__ import annotations
+
+import functools
+
+import ast
+import builtins
+import re
+
+from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule
+from ascend_compat.knowledge import libraries
+
+#: the knowledge record of a name (cached: looked up for every import / key string)
+_lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
+
+RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
+            'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
+            'see the suggestion for the Ascend replacement', order=28)
+TRIGGERS = ()
+#: importing one of these makes a file relevant by itself
+TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES
+#: libraries whose use sites another rule reports (Triton kernels: triton-kernel, once per decorator)
+_USE_SITES_ELSEWHERE = frozenset({"triton"})
+#: flash_attn modules migrate points at the drop-in
+FLASH_MODULES = frozenset({"flash_attn", "flash_attn.flash_attn_interface", "flash_attn.bert_padding"})
+FLASH_TARGET = libraries.BY_NAME["flash_attn"].dropin
+REWRITE_NEEDS_TORCH_NPU = False
+_BUILTINS = frozenset(dir(builtins))
+
+
+def message(key: str, lib) -> str:
+    """The finding message for a use of ``key``."""
+    if lib.verdict == MANUAL:
+        return f"{key}: {lib.what} (no Ascend build)"
+    if lib.dropin:
+        return f"{key}: {lib.what} (ascend-compat drop-in under the shim)"
+    return f"{key}: {lib.what} (runs on Ascend with limits)"
+
+
+def qualname(q: str, version):
+    """A use site of a listed library (``apex.amp.initialize``), Triton's language excepted."""
+    if "." not in q:
+        return None
+    lib = _lookup(q)
+    if lib is None or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
+        return None
+    return RULE.id, lib.verdict, message(q, lib), lib.replacement
+
+
+def on_import(v, node, module: str, names=()) -> bool:
+    """Report an import of a listed library (True), remembering star imports of one."""
+    lib = _lookup(module)
+    if lib is None:
+        for n in names:
+            lib = _lookup(f"{module}.{n}")
+            if lib is not None:
+                break
+    if lib is None:
+        return False
+    if "*" in names:
+        v.star_imports.append(module)
+    msg, handling = "import of " + message(lib.name, lib), lib.verdict
+    if v.guarded and handling == MANUAL:
+        msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
+    v.report(node, RULE.id, msg, lib.replacement, handling=handling)
+    return True
+
+
+def on_call(v, node, q, attr) -> None:
+    """``name(...)`` where ``name`` is bound by nothing but a star import of a listed library
+    (the file binds it nowhere itself, it is no builtin, and no other module is star-imported)."""
+    if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
+        return  # None: another module was star-imported too, the name may come from it
+    name = node.func.id
+    if name in _BUILTINS or v.bound(name) or _defined_in(v.full_text, name):
+        return
+    module = v.star_imports[-1]
+    lib = _lookup(module)
+    v.report(node.func, RULE.id, message(f"{module}.{name}", lib) + f" (from {module} import *)",
+             lib.replacement, handling=lib.verdict)
+
+
+def _defined_in(text: str, name: str) -> bool:
+    """Whether the file binds ``name`` itself (a def, class, assignment or import of it)."""
+    n = re.escape(name)
+    return re.search(rf"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+{n}\b|class[ \t]+{n}\b|{n}[ \t]*(?::[^=\n]*)?=(?!=)"
+                     rf"|(?:from[ \t]+\S+[ \t]+)?import\b[^\n#]*\b{n}\b)", text, re.M) is not None
+
+
+def rewrite_import(module: str):
+    """``flash_attn`` modules -> the ascend-compat drop-in."""
+    return FLASH_TARGET if module in FLASH_MODULES else None

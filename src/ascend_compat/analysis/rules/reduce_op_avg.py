@@ -1,0 +1,18 @@
+"""Rule ``reduce-op-avg``: ReduceOp.AVG."""
+from __future__ import annotations
+
+from ascend_compat.analysis.rules.base import PARTIAL, Rule
+
+RULE = Rule('reduce-op-avg', 'distributed', PARTIAL, 'ReduceOp.AVG',
+            'HCCL itself implements only SUM/PROD/MAX/MIN: current torch_npu (and the simulator) runs AVG'
+            " as SUM followed by a division, so results can differ in the last bits from NCCL's AVG; "
+            'older torch_npu releases reject ReduceOp.AVG.',
+            'for portability across torch_npu versions: all_reduce with ReduceOp.SUM, then divide by '
+            'dist.get_world_size()', order=17)
+TRIGGERS = ("reduceop",)
+
+
+def qualname(q: str, version):
+    if q.startswith("torch.distributed") and q.endswith("ReduceOp.AVG"):
+        return RULE.id, RULE.handling, "ReduceOp.AVG: " + RULE.explanation, RULE.suggestion
+    return None
