@@ -116,3 +116,19 @@ def test_a_bias_is_added_in_float32_not_rounded():
     with switches(conv=True, matmul=True):
         got = torch.addmm(b.npu(), m1.npu(), m2.npu()).cpu()
     assert torch.equal(got, torch.addmm(b, _hf32_reference(m1), _hf32_reference(m2)))
+
+
+def test_the_one_pass_rounding_equals_the_torch_rounding():
+    from ascend_compat.simulator import _cext
+
+    if _cext.loaded_module() is None:
+        pytest.skip(f"the simulator's C++ part is not loaded here: {_cext.hooks_unavailable_reason()}")
+    torch.manual_seed(5)
+    x = torch.randn(4, 8, 6, 6) * 10.0 ** torch.randint(-40, 38, (4, 8, 6, 6)).float()
+    x.view(-1)[:5] = torch.tensor([float("nan"), float("inf"), -float("inf"), 3.4e38, -0.0])
+    for t in (x, x.to(memory_format=torch.channels_last), x[:, :, ::2]):
+        fast, slow = numerics._round_host(t), numerics._round_host_torch(t)
+        assert torch.equal(fast.view(torch.int32), slow.view(torch.int32))  # bit for bit, NaN included
+        assert fast.isnan().sum() == 1 and fast.isinf().sum() == 2
+        if t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last):
+            assert fast.stride() == t.stride()

@@ -37,7 +37,31 @@ _LIBS: Dict[str, object] = {}  # group -> the Library holding its HF32 kernels
 
 def _round_host(h):
     """CPU float32 tensor ``h`` rounded to a 10-bit mantissa, to nearest even, as a new tensor
-    with ``h``'s layout; Inf and NaN unchanged."""
+    with ``h``'s layout; Inf and NaN unchanged. One pass in the simulator's C++ part when it is
+    loaded and ``h`` is dense, else :func:`_round_host_torch`."""
+    from ascend_compat.simulator import _cext
+
+    ext = _cext.loaded_module()
+    if ext is not None and _dense(h):
+        out = h.new_empty_strided(h.shape, h.stride())
+        ext.hf32_round_into(h.data_ptr(), out.data_ptr(), h.numel())
+        return out
+    return _round_host_torch(h)
+
+
+def _dense(h) -> bool:
+    """``h``'s elements fill one block of memory starting at its data pointer (the layouts a
+    convolution or matmul operand has: contiguous or channels_last)."""
+    import torch
+
+    if h.is_contiguous():
+        return True
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(h.dim())
+    return fmt is not None and h.is_contiguous(memory_format=fmt)
+
+
+def _round_host_torch(h):
+    """:func:`_round_host` with torch's integer ops (five passes and one sum)."""
     import math
 
     import torch

@@ -152,6 +152,11 @@ def load_hooks() -> Any | None:
     return None
 
 
+def loaded_module() -> Any | None:
+    """The extension module if this process has already loaded it (never builds), else None."""
+    return _module
+
+
 def hooks_unavailable_reason() -> str | None:
     """Why the last :func:`load_hooks` returned None (None after a success or before any call)."""
     return _hooks_reason

@@ -328,12 +328,23 @@ bool register_hooks() {
   return true;
 }
 
+// HF32 rounding of n float32 values (raw IEEE bits) from src to dst in one pass: a 10-bit
+// mantissa, to nearest even; Inf and NaN copied unchanged. The Python caller owns both buffers.
+void hf32_round_into(uintptr_t src, uintptr_t dst, int64_t n) {
+  const uint32_t* in = reinterpret_cast<const uint32_t*>(src);
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t b = in[i];
+    out[i] = (b & 0x7F800000u) == 0x7F800000u ? b : (b + 0xFFFu + ((b >> 13) & 1u)) & ~0x1FFFu;
+  }
+}
+
 }  // namespace
 
 namespace py = pybind11;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard and backend hooks";
+  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard, backend hooks, HF32 rounding";
   m.def("register_guard", &register_guard, py::arg("count"));
   m.def("is_active", &is_active);
   m.def("device_count", []() { return static_cast<int>(g_device_count.load()); });
@@ -342,6 +353,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("register_hooks", &register_hooks);
   m.def("hooks_active", []() { return g_hooks != nullptr; });
   m.def("pinned_blocks", []() { return static_cast<int64_t>(g_pinned_blocks.load()); });
+  m.def("hf32_round_into", &hf32_round_into, py::arg("src"), py::arg("dst"), py::arg("n"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("built_for_torch", []() {
     return std::to_string(TORCH_VERSION_MAJOR) + "." +
         std::to_string(TORCH_VERSION_MINOR) + "." +
