@@ -132,3 +132,10 @@ def test_the_one_pass_rounding_equals_the_torch_rounding():
         assert fast.isnan().sum() == 1 and fast.isinf().sum() == 2
         if t.is_contiguous() or t.is_contiguous(memory_format=torch.channels_last):
             assert fast.stride() == t.stride()
+
+
+def test_a_lazily_negated_operand_keeps_its_sign():
+    torch.manual_seed(6)
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(2, 2, 3, 3)
+    got = F.conv2d(torch._neg_view(x.npu()), w.npu()).cpu()
+    assert torch.equal(got, F.conv2d(-_hf32_reference(x), _hf32_reference(w)))

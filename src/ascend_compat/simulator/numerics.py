@@ -41,6 +41,8 @@ def _round_host(h):
     loaded and ``h`` is dense, else :func:`_round_host_torch`."""
     from ascend_compat.simulator import _cext
 
+    if h.is_neg():  # a lazy negation: the raw memory holds the other sign
+        h = h.resolve_neg()
     ext = _cext.loaded_module()
     if ext is not None and _dense(h):
         out = h.new_empty_strided(h.shape, h.stride())
