@@ -537,7 +537,7 @@ class PyAnalyzer:
         for n in nodes:
             s = _const_str(n)
             if s is not None:
-                npu = devices.TARGET + s[4:]  # devices.rewrite's "cuda"/"cuda:N", widened to "cuda:{}" forms
+                npu = devices.rewrite_head(s)
                 msg = f'"{s}" used as a device'
             else:
                 src = self.segment(n)

@@ -26,6 +26,12 @@ def rewrite(value: str, target: str = TARGET) -> str:
     return target + value[4:] if is_cuda_string(value) else value
 
 
+def rewrite_head(value: str, target: str = TARGET) -> str:
+    """``value``, a string that starts with ``"cuda"``, with that head replaced: the wider grammar of
+    strings built at run time (``"cuda:{}"``, ``f"cuda:{rank}"``) that :func:`rewrite` leaves alone."""
+    return target + value[len("cuda"):]
+
+
 _X = "import torch\nx = torch.ones(1, device='cuda')\n"
 
 RECORDS: tuple[Construct, ...] = (

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ascend_compat.analysis.rules import cuda_api
 from ascend_compat.analysis.rules.base import AUTO, Rule
+from ascend_compat.knowledge import devices
 
 RULE = Rule('cuda-amp', 'amp', AUTO, 'CUDA automatic mixed precision',
             'torch.cuda.amp.autocast/GradScaler/custom_fwd and torch.autocast("cuda") are mapped by the '
@@ -21,7 +22,7 @@ def on_call(v, node, q, attr) -> None:
 
 
 def rewrite_string(body: str):
-    return "npu" + body[4:] if body.startswith("cuda") else None
+    return devices.rewrite_head(body) if body.startswith("cuda") else None
 
 
 def rewrite_qualname(dotted: str, version):

@@ -28,7 +28,7 @@ def on_compare(v, node, operands) -> None:
                 if s is not None and DEVICE_PREFIX.match(s):
                     rec = _IN if any(type(op) in (ast.In, ast.NotIn) for op in node.ops) else _EQ
                     v.report(el, RULE.id, f'device compared with "{s}": {rec.reason}',
-                             f'compare with "{devices.TARGET + s[4:]}"', handling=rec.verdict)
+                             f'compare with "{devices.rewrite_head(s)}"', handling=rec.verdict)
 
 
 def on_call(v, node, q, attr) -> None:
@@ -37,8 +37,8 @@ def on_call(v, node, q, attr) -> None:
         s = const_str(node.args[0])
         if s is not None and s.startswith("cuda"):
             v.report(node.args[0], RULE.id, f'device string tested with {attr}("{s}"): {_IN.reason}',
-                     f'test for "{devices.TARGET + s[4:]}"', handling=_IN.verdict)
+                     f'test for "{devices.rewrite_head(s)}"', handling=_IN.verdict)
 
 
 def rewrite_string(body: str):
-    return devices.TARGET + body[4:] if body.startswith("cuda") else None
+    return devices.rewrite_head(body) if body.startswith("cuda") else None

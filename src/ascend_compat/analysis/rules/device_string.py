@@ -38,4 +38,4 @@ def on_call(v, node, q, attr) -> None:
 
 def rewrite_string(body: str):
     """``"cuda:1"`` -> ``"npu:1"`` (also the head of an f-string)."""
-    return devices.TARGET + body[4:] if body.startswith("cuda") else None
+    return devices.rewrite_head(body) if body.startswith("cuda") else None

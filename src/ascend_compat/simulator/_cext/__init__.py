@@ -114,15 +114,9 @@ def load_guard(num_devices: int) -> Any | None:
     with _lock:
         if _guard is not None and _guard.device_count() == num_devices:
             return _guard
-        try:
-            module = _load_module()
-            module.register_guard(num_devices)
-        except _Unavailable as exc:
-            _reason = str(exc)
-        except Exception as exc:  # a failed build or a refused registration
-            _reason = f"{type(exc).__name__}: {exc}"
-        else:
-            _guard, _reason = module, None
+        module, _reason = _load_and(lambda m: m.register_guard(num_devices))
+        if module is not None:
+            _guard = module
             return module
     # the simulator turns this into a SimulatedDeviceCountWarning with the fix (see _guard)
     log.info("simulated NPU: cannot offer %d devices, only 1: %s", num_devices, _reason)
@@ -137,19 +131,30 @@ def load_hooks() -> Any | None:
     with _lock:
         if _hooks is not None:
             return _hooks
-        try:
-            module = _load_module()
-            if not module.register_hooks():
-                raise RuntimeError("other PrivateUse1 backend hooks are already registered in this process")
-        except _Unavailable as exc:
-            _hooks_reason = str(exc)
-        except Exception as exc:  # a failed build or a refused registration
-            _hooks_reason = f"{type(exc).__name__}: {exc}"
-        else:
-            _hooks, _hooks_reason = module, None
+        module, _hooks_reason = _load_and(_register_hooks)
+        if module is not None:
+            _hooks = module
             return module
     log.info("simulated NPU: no pinned host memory: %s", _hooks_reason)
     return None
+
+
+def _load_and(register) -> tuple[Any | None, str | None]:
+    """Build if needed, load, and call ``register(module)``: ``(module, None)``, or ``(None, why)``
+    when the toolchain, the build or the registration failed."""
+    try:
+        module = _load_module()
+        register(module)
+    except _Unavailable as exc:
+        return None, str(exc)
+    except Exception as exc:  # a failed build or a refused registration
+        return None, f"{type(exc).__name__}: {exc}"
+    return module, None
+
+
+def _register_hooks(module: Any) -> None:
+    if not module.register_hooks():
+        raise RuntimeError("other PrivateUse1 backend hooks are already registered in this process")
 
 
 def loaded_module() -> Any | None:
