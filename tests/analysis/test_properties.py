@@ -79,7 +79,8 @@ def test_check_and_migrate_on_mutated_real_code(data):
     try:
         r = migrate_source(src, annotate=data.draw(st.booleans()))
     except MigrateError as exc:
-        if "libcst does not reproduce" not in str(exc):  # else: left untouched, with the reason
+        if not any(reason in str(exc) for reason in ("libcst does not reproduce", "libcst cannot parse")):
+            # else: Python reads it but libcst cannot: left untouched, with the reason
             with pytest.raises((SyntaxError, ValueError)):
                 ast.parse(src)
         return
@@ -95,3 +96,11 @@ def test_migrate_never_crashes_and_output_parses(tokens):
     except MigrateError:
         return
     ast.parse(r.code)
+
+
+def test_a_file_python_reads_but_libcst_cannot_is_refused_with_that_reason():
+    # a lone continuation line: CPython accepts it, libcst does not
+    src = "import torch\nif True:\n    \\\n    x = torch.ones(1).cuda()\n"
+    ast.parse(src)
+    with pytest.raises(MigrateError, match="libcst cannot parse it \\(Python can; left untouched\\)"):
+        migrate_source(src)

@@ -60,7 +60,12 @@ def check_round_trip(text: str):
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise MigrateError(f"does not parse: {str(exc).splitlines()[0]}") from None
+        first = str(exc).splitlines()[0]
+        try:
+            compile(text, "<migrate>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+        except (SyntaxError, ValueError):
+            raise MigrateError(f"does not parse: {first}") from None
+        raise MigrateError(f"libcst cannot parse it (Python can; left untouched): {first}") from None
     except RecursionError:
         raise MigrateError("nested too deeply to parse") from None
     except Exception as exc:  # libcst's grammar lags CPython's in places
