@@ -155,6 +155,8 @@ def main(argv=None) -> int:
         table["messages"] = {n: messages.get(n, "") for n, o in sorted(result["outcomes"].items())
                              if o != "passed" or n in table["disabled_passed"]}
         table["pytest_exit_code"] = result["exit_code"]
+        table["outcomes"] = {n: ("disabled/" if is_disabled(index, *split_nodeid(n)) else "enabled/") + o
+                             for n, o in sorted(result["outcomes"].items())}
         summary["files"][test_file] = table
         for side in total:
             for outcome in OUTCOMES:

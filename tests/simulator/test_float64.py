@@ -149,11 +149,12 @@ def test_ops_torch_npu_refuses_in_float64_raise_its_errors():
 def test_float64_table_has_provenance_and_the_downcast_message():
     from ascend_compat import data
 
-    table = data.load_table("float64_ops.json")
-    assert "ToKernelNpu.cpp" in table["_source"] and table["_generated_by"] == "tools/gen_float64_ops.py"
+    table = data.load_table("dtype_support.json")
+    assert "ToKernelNpu.cpp" in table["_source"] and table["_generated_by"] == "tools/gen_dtype_support.py"
     assert table["to_copy_downcast"]["message"] == _float64.DOWNCAST_MESSAGE
     assert "sort.stable" in table["refuses_float64"]
-    assert "max.dim" in table["aclnn_without_double"]["aclnnMaxDim"]["aten"]
+    assert "max.dim" in table["aclnn_dtype_gaps"]["aclnnMaxDim"]["aten"]
+    assert table["aclnn_dtype_gaps"]["aclnnMaxDim"]["dtypes"] == ["DT_DOUBLE"]
 
 
 def test_conversion_kernel_keeps_torch_semantics():

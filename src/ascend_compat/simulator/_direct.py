@@ -4,7 +4,9 @@ Structured ops reach an unknown backend as ``empty()`` + ``op.out()`` through th
 ``CompositeExplicitAutogradNonFunctional`` kernel (two trips into Python); ``_foreach_*`` ops
 reach it through a composite that loops per tensor. Registering the generic kernel directly for
 those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the emulated torch_npu
-implements natively also get one, as torch_npu's kernel shadows the composite. The special ops whose composite kernels would shadow the
+implements natively also get one, as torch_npu's kernel shadows the composite; so do the
+``CompositeImplicitAutograd`` ops it implements natively with a recorded dtype gap (``isclose``:
+``_dtype_support.shadows_composite``), so the gap is seen rather than decomposed away. The special ops whose composite kernels would shadow the
 fallback (docs/simulator_pitfalls.md, pitfall 2) are registered here too. View ops the emulated torch_npu implements natively
 get their CPU kernel redispatched on the device tensors, as a C-level callable (no Python frame).
 
@@ -24,7 +26,7 @@ import functools
 
 import torch
 
-from ascend_compat.simulator import _dispatch, _memory, _special_ops
+from ascend_compat.simulator import _dispatch, _dtype_support, _memory, _special_ops
 
 _has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -84,11 +86,13 @@ def _overloads(native=frozenset(), fallback_ops: bool = False):
         native_explicit = explicit and key in native and name not in _NEVER_DIRECT
         view_candidate = (not fallback_ops and not explicit and key in native
                           and _has_kernel(qualname, "CPU"))
+        implicit_gap = (not fallback_ops and key in native and _dtype_support.shadows_composite(key)
+                        and _has_kernel(qualname, "CompositeImplicitAutograd"))
         if fallback_ops:
             if (structured or explicit or _has_kernel(qualname, "CompositeImplicitAutograd")
                     or _has_kernel(qualname, "CompositeExplicitAutogradNonFunctional")):
                 continue
-        elif not (structured or foreach or native_explicit or view_candidate):
+        elif not (structured or foreach or native_explicit or view_candidate or implicit_gap):
             continue
         packet = getattr(torch.ops.aten, name, None)
         if packet is None:
@@ -97,7 +101,7 @@ def _overloads(native=frozenset(), fallback_ops: bool = False):
             op = getattr(packet, overload or "default")
         except AttributeError:
             continue
-        if fallback_ops:
+        if fallback_ops or implicit_gap:
             yield op, "plain"
             continue
         if view_candidate and not (structured or foreach or native_explicit):

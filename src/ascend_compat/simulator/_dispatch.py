@@ -20,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from ascend_compat.simulator import _fallback, _float64, _memory, _rng, _state
+from ascend_compat.simulator import _dtype_support, _fallback, _memory, _rng, _state
 
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _Tensor = torch.Tensor
@@ -60,16 +60,16 @@ class Plan:
 
     A plan is computed from: the op's schema and tags, ``mode`` (how torch_npu reaches the op,
     see ``_fallback.fallback_name``), the ``SPECIAL`` table, the native-op table of the emulated
-    torch_npu version (which ops fall back) and the float64 refusal table (static data). It is
+    torch_npu version (which ops fall back) and the dtype refusal table (static data). It is
     cached under ``(op, mode)`` for one :data:`_epoch`; everything else that changes what an op
-    does is read per call (the float64 mode by the ``f64_check``, ``TORCH_NPU_FALLBACK_CPU_DISABLE``
+    does is read per call (the float64 mode by the ``dtype_check``, ``TORCH_NPU_FALLBACK_CPU_DISABLE``
     by ``_fallback.hit``) or replaces the kernel around the plan (``faults``, ``numerics``).
     """
 
     __slots__ = ("op", "call", "kind", "special", "tensor_pos", "tensor_kw", "returns_alias",
                  "gen_pos", "gen_kw", "seeded_no_gen", "fallback", "allow_cpu_list", "single_tensor_return",
                  "out_kws", "device_kw", "device_pos", "written_pos", "simple", "redispatch", "fast",
-                 "lists", "fast_lists", "f64_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode",
+                 "lists", "fast_lists", "dtype_check", "cpu_pos", "cpu_results", "writes", "epoch", "mode",
                  "inplace", "may_resize", "fast_inplace")
 
     def __init__(self, op, mode: str = "plain"):
@@ -126,9 +126,9 @@ class Plan:
         self.device_kw = next((a.name for a in kw_args if "Device" in str(a.type)), None)
         self.fallback = None if self.kind != "compute" else _fallback.fallback_name(op, mode)
         # torch_npu's own float64 refusals (sort.stable, max.dim, ...): checked in run()
-        self.f64_check = None if self.kind != "compute" else _float64.op_check(op)
+        self.dtype_check = None if self.kind != "compute" else _dtype_support.op_check(op)
         # the common case: no generator, no device argument, no list arguments, one Tensor result
-        self.simple = (self.f64_check is None and self.gen_pos is None and self.gen_kw is None
+        self.simple = (self.dtype_check is None and self.gen_pos is None and self.gen_kw is None
                        and not self.seeded_no_gen
                        and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
                        and not self.cpu_pos
@@ -148,7 +148,7 @@ class Plan:
         # the in-place shape (add_, mul_, zero_, fill_, normal_, uniform_...): writes its first
         # argument only and returns it; no device/list arguments; a generator is allowed
         self.may_resize = "resize" in base
-        self.inplace = (self.kind == "compute" and self.f64_check is None and not self.seeded_no_gen
+        self.inplace = (self.kind == "compute" and self.dtype_check is None and not self.seeded_no_gen
                         and self.written_pos == frozenset({0}) and not self.out_kws
                         and self.returns_alias == (("pos", 0),) and self.single_tensor_return
                         and self.device_pos is None and self.device_kw is None and not self.allow_cpu_list
@@ -427,8 +427,8 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         return plan.redispatch(_CPU_KS, *args, **kwargs)
     if kind == "special":
         return plan.special(plan.op, *args, **kwargs)
-    if plan.f64_check is not None:
-        plan.f64_check(args, kwargs)
+    if plan.dtype_check is not None:
+        plan.dtype_check(args, kwargs)
     if plan.fallback is not None:
         _fallback.hit(plan.fallback)
     if plan.simple:

@@ -22,10 +22,8 @@ Modes (``install(float64=...)`` / ``ASCEND_COMPAT_SIM_FLOAT64``, or ``simulator.
 from __future__ import annotations
 
 import contextlib
-import functools
-import os
 import warnings
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
@@ -151,69 +149,3 @@ def check_allocation(dtype: torch.dtype, numel: int) -> None:
         f"{name} tensor created on the NPU while the simulator's float64 mode is 'strict' (every float64 "
         "use is reported). Convert to float32 before moving to npu (e.g. .float()), or use the default "
         "mode 'torch_npu' (install(float64='torch_npu') / ASCEND_COMPAT_SIM_FLOAT64=torch_npu).")
-
-
-# --- ops torch_npu refuses in float64 (generated table data/float64_ops.json) ----------------
-
-@functools.lru_cache(maxsize=1)
-def _table() -> dict:
-    from ascend_compat import data
-
-    return data.load_table("float64_ops.json")
-
-
-def op_check(op) -> Optional[Callable]:
-    """A check ``fn(args, kwargs)`` raising torch_npu's error when aten overload ``op`` gets a
-    float64 ``self``, or None when torch_npu's records say nothing against float64 for ``op``.
-
-    Two kinds of records: op-plugin kernels that refuse float64 themselves (``refuses_float64``,
-    e.g. ``sort.stable``: ``Input data type should not be float64`` + ERR01002), and aclnn APIs
-    torch_npu's maintainers recorded as lacking DT_DOUBLE (``aclnn_without_double``, e.g.
-    ``aclnnMaxDim`` behind ``max.dim``): aclnn status 161002 with CANN's EZ1001 dtype-list message.
-    An API named ``...WithDim`` is only called when ``dim`` is given. Only overloads that reach the
-    simulated backend as themselves are checked: ``repeat_interleave.self_int`` (recorded behind
-    ``aclnnRepeatInterleaveIntWithDim``) is decomposed by torch before, as the simulator does not
-    emulate torch_npu's autograd kernel for it.
-    """
-    schema = op._schema
-    if not schema.name.startswith("aten::"):
-        return None
-    name = schema.name[len("aten::"):] + (f".{schema.overload_name}" if schema.overload_name else "")
-    table = _table()
-    refusal = table["refuses_float64"].get(name)
-    if refusal is not None:
-        code = refusal["error"].partition(" ")[0]
-        return _checker(lambda: refusal["message"] + _err_suffix(code), None)
-    for api, entry in table["aclnn_without_double"].items():
-        if name in entry["aten"]:
-            dim_pos = next((i for i, a in enumerate(schema.arguments) if a.name == "dim"), None)
-            return _checker(lambda api=api: _aclnn_message(api), dim_pos if api.endswith("WithDim") else None)
-    return None
-
-
-def _checker(message: Callable[[], str], dim_pos: Optional[int]) -> Callable:
-    def check(args, kwargs):
-        if mode() == "allow" or not args or not isinstance(args[0], torch.Tensor):
-            return
-        if args[0].dtype is not torch.float64:
-            return
-        if dim_pos is not None:
-            dim = args[dim_pos] if dim_pos < len(args) else kwargs.get("dim")
-            if dim is None:
-                return
-        raise RuntimeError(message())
-    return check
-
-
-def _err_suffix(code: str) -> str:
-    from ascend_compat.simulator import _error_code
-
-    return _error_code.cpp_error(*_error_code.parse(code))
-
-
-def _aclnn_message(api: str) -> str:
-    return (f"NPU function error: call {api} failed, error code is 161002"
-            + _err_suffix("ERR00100") + "\n"
-            + f"EZ1001: [PID: {os.getpid()}] {api}: the dtype of self is DT_DOUBLE, which should be in dtype "
-            "support list [...] (torch_npu records this API without DT_DOUBLE; the simulator does not know "
-            "the full list).")

@@ -1,4 +1,4 @@
-"""tools/gen_float64_ops.py's parsing on small synthetic op-plugin sources (the real run needs git
+"""tools/gen_dtype_support.py's parsing on small synthetic op-plugin sources (the real run needs git
 checkouts and a wheel; see tools/README.md)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parents[2] / "tools"
-_spec = importlib.util.spec_from_file_location("gen_float64_ops", TOOLS / "gen_float64_ops.py")
+_spec = importlib.util.spec_from_file_location("gen_dtype_support", TOOLS / "gen_dtype_support.py")
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
@@ -69,3 +69,35 @@ def test_kernels_map_to_overloads_by_name_and_parameters():
     call = [m for m in gen._EXEC.finditer(CPP) if m.group(1) == "aclnnRepeatInterleaveIntWithDim"][0]
     assert gen.aten_overloads(*gen.enclosing_function(CPP, call.start()), index) == ["repeat_interleave.self_int"]
     assert gen.aten_overloads("sort", ("self", "dim"), index) == []  # parameters must match
+
+
+def test_dtype_gap_records_are_read_one_api_at_a_time():
+    reasons = ("aclnnIsClose not implemented for DT_BFLOAT16",
+               "aclnnIsClose/aclnnCast not implemented for DT_BFLOAT16",  # two APIs: which one? left out
+               "aclnnInplaceNormal implemented for DT_COMPLEX128",  # no claim
+               "aclnnMaxDim not implemented for DT_DOUBLE")
+    found = [gen._NOT_IMPLEMENTED.findall(text) for text in reasons]
+    assert found == [[("aclnnIsClose", "DT_BFLOAT16")], [], [], [("aclnnMaxDim", "DT_DOUBLE")]]
+
+
+def test_generated_kernels_map_their_exec_api_to_the_entry():
+    yaml_text = """
+  - func: isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor
+    acl_op: all_version
+    op_api: all_version
+    gen_opapi:
+      out:
+        dtype: at::kBool
+      exec: aclnnIsClose
+
+  - func: isfinite(Tensor self) -> Tensor
+    op_api: all_version
+
+  - func: erf(Tensor self) -> Tensor
+    gen_opapi:
+      exec: aclnnErf
+"""
+    entries = {m.group(1): m.group(0) for m in gen._GEN_EXEC.finditer(yaml_text)}
+    assert set(entries) == {"isclose", "isfinite", "erf"}
+    assert "aclnnIsClose" in entries["isclose"] and "aclnnIsClose" not in entries["isfinite"]
+    assert "aclnnErf" in entries["erf"]

@@ -1,19 +1,20 @@
-"""Generate ``src/ascend_compat/data/float64_ops.json``: what torch_npu does with float64, per op.
+"""Generate ``src/ascend_compat/data/dtype_support.json``: the dtypes torch_npu refuses, per op.
 
 Sources (all public; nothing is imported, files are read as text/bytes):
 
 * Ascend/pytorch (bare git dir, ``--pytorch``): ``torch_npu/csrc/aten/common/ToKernelNpu.cpp`` (the
   ``_to_copy`` downcast message) and ``test/unsupported_test_cases/disabled_tests_type.json``
-  (torch_npu's reasons for disabled tests: "aclnnX not implemented for DT_DOUBLE").
+  (torch_npu's reasons for disabled tests: "aclnnX not implemented for DT_Y").
 * Ascend/op-plugin (bare git dir, ``--op-plugin``): ``op_plugin/ops/opapi/*.cpp`` (kernels that
   refuse float64 themselves with ``TORCH_CHECK``, and which aten kernels call each aclnn API)
-  and ``op_plugin/config/op_plugin_functions.yaml`` (the aten schemas, to name the overloads).
+  and ``op_plugin/config/op_plugin_functions.yaml`` (the aten schemas, to name the overloads, and
+  the kernels generated from it: an entry's ``gen_opapi`` ``exec: aclnnX`` calls aclnnX).
 * a torch_npu wheel (``--wheel``): every message kept must be in the shipped ``libtorch_npu.so``.
 
 ::
 
-    python tools/gen_float64_ops.py --pytorch PYTORCH_GIT_DIR --op-plugin OP_PLUGIN_GIT_DIR \\
-        --wheel torch_npu-2.14.0-...whl [--out src/ascend_compat/data/float64_ops.json]
+    python tools/gen_dtype_support.py --pytorch PYTORCH_GIT_DIR --op-plugin OP_PLUGIN_GIT_DIR \\
+        --wheel torch_npu-2.14.0-...whl [--out src/ascend_compat/data/dtype_support.json]
 
 An op-plugin C++ kernel is mapped to aten overloads by name (``f`` and ``f_symint`` -> ``f.*``,
 ``f_out`` -> the ``out``-style overloads of ``f``) and by its parameter names (op-plugin kernels use the schema's
@@ -33,7 +34,7 @@ from typing import Dict, List, Optional, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sources import write_json  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "ascend_compat" / "data" / "float64_ops.json"
+OUT = Path(__file__).resolve().parents[1] / "src" / "ascend_compat" / "data" / "dtype_support.json"
 TO_COPY = "torch_npu/csrc/aten/common/ToKernelNpu.cpp"
 REASONS = "test/unsupported_test_cases/disabled_tests_type.json"
 OPAPI = "op_plugin/ops/opapi/"
@@ -45,7 +46,8 @@ _FUNC_DEF = re.compile(r"^[A-Za-z_][\w:<>,&\s\*]*?\b(\w+)\(([^;{}]*?)\)\s*(?:con
 _REFUSE = re.compile(r'TORCH_CHECK\(\s*!\(\s*\w+\s*==\s*at::kDouble\s*\)\s*,\s*"([^"]*)"\s*\+?\s*'
                      r'OPS_ERROR\(ErrCode::(\w+)\)')
 _EXEC = re.compile(r"EXEC_NPU_CMD\w*\(\s*(aclnn\w+)\s*,")
-_NOT_DOUBLE = re.compile(r"(aclnn\w+) not implemented for DT_DOUBLE")
+_NOT_IMPLEMENTED = re.compile(r"(?<![\w/])(aclnn\w+) not implemented for (DT_\w+)")
+_GEN_EXEC = re.compile(r"^  - func:\s*([\w.]+)\(.*?(?=^  - func:|\Z)", re.M | re.S)
 
 
 def git_show(git_dir: Path, ref: str, path: str) -> str:
@@ -160,6 +162,10 @@ def scan_op_plugin(git_dir: Path, ref: str):
             fn = enclosing_function(source, m.start())
             if fn:
                 callers.setdefault(m.group(1), set()).update(aten_overloads(*fn, index))
+    for m in _GEN_EXEC.finditer(git_show(git_dir, ref, FUNCTIONS_YAML)):
+        api = re.search(r"^\s+exec:\s*(aclnn\w+)", m.group(0), re.M)
+        if api and "gen_opapi:" in m.group(0):
+            callers.setdefault(api.group(1), set()).add(m.group(1))
     return refusals, callers
 
 
@@ -186,13 +192,16 @@ def main(argv=None) -> int:
             refusals.pop(op)
 
     reasons = json.loads(git_show(args.pytorch, args.pytorch_ref, REASONS))
-    no_double: Dict[str, dict] = {}
+    gaps: Dict[str, dict] = {}
     for test, reason in sorted(reasons.items()):
         for text in reason.values():
-            for api in _NOT_DOUBLE.findall(text):
-                entry = no_double.setdefault(api, {"aten": sorted(callers.get(api, ())), "evidence": []})
+            for api, dtype in _NOT_IMPLEMENTED.findall(text):
+                entry = gaps.setdefault(api, {"aten": sorted(callers.get(api, ())), "dtypes": [], "evidence": []})
+                if dtype not in entry["dtypes"]:
+                    entry["dtypes"].append(dtype)
                 entry["evidence"].append(test)
-    for api, entry in no_double.items():
+    for api, entry in gaps.items():
+        entry["dtypes"].sort()
         if not entry["aten"]:
             print(f"  {api}: no op-plugin kernel calls it; kept without aten overloads")
 
@@ -200,15 +209,15 @@ def main(argv=None) -> int:
         "_source": (f"Ascend/pytorch {git_describe(args.pytorch, args.pytorch_ref)}: {TO_COPY}, {REASONS}; "
                     f"Ascend/op-plugin {git_describe(args.op_plugin, args.op_plugin_ref)}: {OPAPI}*.cpp, "
                     f"{FUNCTIONS_YAML}; messages checked against {args.wheel.name}"),
-        "_generated_by": "tools/gen_float64_ops.py",
+        "_generated_by": "tools/gen_dtype_support.py",
         "to_copy_downcast": {"message": message, "source": TO_COPY},
         "refuses_float64": refusals,
-        "aclnn_without_double": no_double,
+        "aclnn_dtype_gaps": gaps,
     }
     for op, fact in sorted(refusals.items()):
         print(f"  refuses float64: {op}: {fact['message']!r}")
-    for api, entry in sorted(no_double.items()):
-        print(f"  {api} lacks DT_DOUBLE: {', '.join(entry['aten']) or '-'}")
+    for api, entry in sorted(gaps.items()):
+        print(f"  {api} lacks {', '.join(entry['dtypes'])}: {', '.join(entry['aten']) or '-'}")
     write_json(args.out, data)
     return 0
 
