@@ -356,8 +356,13 @@ def test_dropout_with_add_softmax(tn):
     close(soft, ref)
     close(out, ref)
     assert bool(mask.cpu().bool().all())
+    assert mask.dtype == torch.uint8 and mask.shape == (128,)  # flat bytes, rounded up to 128
+    assert mask.cpu().eq(1).all()
     mask, soft, out = tn.npu_dropout_with_add_softmax(*npu(a, x1), 0.5, 0.25, -1)
-    close(out, soft.cpu() * mask.cpu().float() / 0.75)
+    keep = mask.cpu()[:a.numel()].view(a.shape).float()
+    close(out, soft.cpu() * keep / 0.75)
+    big = torch.randn(1, 1, 3, 50)  # 150 elements -> a 256-byte mask whose tail is padding
+    assert tn.npu_dropout_with_add_softmax(*npu(big, big), 1.0, 0.5, -1)[0].shape == (256,)
 
 
 def test_format_cast_and_get_npu_format(tn):

@@ -167,7 +167,10 @@ def npu_dropout_with_add_softmax(self: torch.Tensor, x1: torch.Tensor, alpha, pr
     soft = torch.softmax(x1 + self * alpha, dim=dim)
     keep = torch.rand_like(soft, dtype=torch.float32) >= prob
     out = soft * keep.to(soft.dtype) / (1.0 - prob)
-    return keep.to(torch.uint8), soft, out
+    # torch_npu's mask is DropOutGenMaskV3's: one byte per element of x1, flat, its length rounded
+    # up to a multiple of 128 (op-plugin DropoutWithAddSoftmaxKernelNpu.cpp)
+    mask = keep.to(torch.uint8).flatten()
+    return torch.nn.functional.pad(mask, (0, -mask.numel() % 128)), soft, out
 
 
 def get_npu_format(self: torch.Tensor) -> int:
