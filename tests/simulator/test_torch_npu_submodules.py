@@ -171,3 +171,26 @@ def test_contrib_helpers():
 
     with pytest.raises(AttributeError, match="ROIAlign is not simulated"):
         torch_npu.contrib.ROIAlign  # noqa: B018
+
+
+def test_profiler_trace_id_follows_the_callback_rules(tmp_path, capsys):
+    import json
+
+    import torch_npu
+
+    def run(callback):
+        with torch_npu.profiler.profile(
+                on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path / "t"), worker_name="w"),
+                custom_trace_id_callback=callback) as prof:
+            torch.ones(2, device="npu").add_(1)
+        return prof.trace_id
+
+    assert run(lambda: "run-42") == "run-42"
+    traces = list((tmp_path / "t").glob("w.*.pt.trace.json"))
+    assert len(traces) == 1 and json.loads(traces[0].read_text())["trace_id"] == "run-42"
+    default = run(None)
+    assert len(default) == 32 and int(default, 16) >= 0 and capsys.readouterr().out == ""
+    for bad, why in ((lambda: 7, "should return str"), ("nope", "is not callable"),
+                     (lambda: "x" * 1025, "should return str"), (lambda: 1 / 0, "raised an exception")):
+        assert len(run(bad)) == 32
+        assert "[WARNING] " in (out := capsys.readouterr().out) and why in out

@@ -7,13 +7,16 @@ NPU computes on the host, so ``ProfilerActivity.NPU`` records the host (CPU) act
 show every op (``aten::add`` on npu tensors) with host timings, and ``on_trace_ready`` handlers run as
 usual. ``tensorboard_trace_handler`` writes torch's Chrome trace (``<worker>.<time>.pt.trace.json``) into
 ``dir_name``, not torch_npu's ``*_ascend_pt`` directory (no CANN msprof data exists); ``_ExperimentalConfig``
-is validated and kept but has no hardware counters to select.
+is validated and kept but has no hardware counters to select. ``custom_trace_id_callback`` names each
+recording as torch_npu does (its id goes into the trace's metadata as ``trace_id``).
 """
 from __future__ import annotations
 
 import enum
 import os
 import socket
+import time
+import uuid
 from typing import Any, Callable, Iterable, Optional
 
 import torch
@@ -164,3 +167,49 @@ class profile(torch.profiler.profile):  # noqa: N801 (torch_npu's name)
                          record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
                          with_flops=with_flops, with_modules=with_modules,
                          execution_trace_observer=execution_trace_observer)
+        # not torch's attribute of the same name: torch hands that one's result to Kineto unchecked
+        self._trace_id_callback = custom_trace_id_callback
+        self.trace_id = ""
+
+    def set_custom_trace_id_callback(self, callback: Callable[[], str]) -> None:
+        self._trace_id_callback = callback
+
+    def start_trace(self) -> None:
+        """Start recording, with a new trace id (torch_npu writes it into the trace's metadata)."""
+        super().start_trace()
+        self.trace_id = self.create_trace_id()
+        self.add_metadata("trace_id", self.trace_id)
+
+    def create_trace_id(self) -> str:
+        """The callback's id if it is callable and returns a ``str`` of at most
+        :data:`MAX_TRACE_ID_LEN` characters; otherwise, with torch_npu's warning, a random 32-digit
+        hex id (also the id without a callback)."""
+        callback = self._trace_id_callback
+        if not callback:
+            return _default_trace_id()
+        if not callable(callback):
+            _warn("Parameter custom_trace_id_callback is not callable, reset it to default.")
+            return _default_trace_id()
+        try:
+            trace_id = callback()
+            if isinstance(trace_id, str) and len(trace_id) <= MAX_TRACE_ID_LEN:
+                return trace_id
+            _warn(f"Parameter custom_trace_id_callback should return str(max length: {MAX_TRACE_ID_LEN}), "
+                  "reset it to default.")
+        except Exception as exc:  # torch_npu catches everything the user's callback raises
+            _warn(f"Parameter custom_trace_id_callback raised an exception: {exc}, reset it to default.")
+        return _default_trace_id()
+
+
+#: torch_npu's limit on a custom trace id's length
+MAX_TRACE_ID_LEN = 1024
+
+
+def _default_trace_id() -> str:
+    return f"{uuid.uuid4().int:032X}"
+
+
+def _warn(message: str) -> None:
+    """torch_npu's profiler warning line (printed to stdout, as its ``print_warn_msg`` does)."""
+    stamp = time.strftime("[%Y-%m-%d %H:%M:%S]", time.localtime())
+    print(f"{stamp} [WARNING] [{os.getpid()}] profiler.py: {message}", flush=True)
