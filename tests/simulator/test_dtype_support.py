@@ -50,6 +50,9 @@ def test_other_recorded_gaps():
     with _expect_aclnn("aclnnAddcmul", "DT_INT16"):
         torch.addcmul(a, a, a)
     assert torch.equal(torch.addcmul(a.int(), a.int(), a.int()).cpu(), torch.full((3,), 2, dtype=torch.int32))
+    with _expect_aclnn("aclnnInplaceNormal", "DT_COMPLEX32"):
+        torch.empty(4, dtype=torch.complex32, device="npu").normal_()
+    assert torch.empty(4, dtype=torch.complex64, device="npu").normal_().dtype == torch.complex64
 
 
 def test_every_recorded_gap_names_known_dtypes_and_real_overloads():
