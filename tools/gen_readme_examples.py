@@ -112,11 +112,15 @@ def _torch_cuda_build() -> bool:
 
 def regenerate(text: str) -> str:
     by_name = {e.name: e for e in EXAMPLES}
+    cuda_build = _torch_cuda_build()
 
     def replace(m: "re.Match[str]") -> str:
         e = by_name.get(m.group("name"))
         if e is None:
             raise SystemExit(f"README has an unknown example {m.group('name')!r}")
+        if e.cpu_torch_only and cuda_build:
+            print(f"example {e.name!r} kept: it describes the installed torch, a CUDA build here", file=sys.stderr)
+            return m.group(0)
         return f"<!-- example: {e.name} -->\n```console\n{run(e)}```\n<!-- end example -->"
 
     return _BLOCK.sub(replace, text)
