@@ -9,9 +9,9 @@ simulator and doctor where they state the same facts. Each record carries a verd
 sentence, the versions it applies to (:class:`Versions`) and a minimal example that
 ``tests/knowledge`` runs under the simulated NPU to prove the verdict.
 """
-from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, EnvVar, Library,
-                                             Versions)
+from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
+                                             Library, Versions)
 from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
 
-__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct",
+__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
            "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]

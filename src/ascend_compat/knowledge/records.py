@@ -162,3 +162,58 @@ class Construct:
     fixed: Optional[str] = None
     fixed_expect: Optional[str] = None
     versions: Versions = field(default=EVERY)
+
+
+#: what the shim installs for a ``torch.cuda`` name (:attr:`CudaName.action`)
+MAP, EMULATE, UNSUPPORTED, KEEP = "map", "emulate", "unsupported", "keep"
+ACTIONS = (MAP, EMULATE, UNSUPPORTED, KEEP)
+
+
+@dataclass(frozen=True)
+class CudaName:
+    """A public ``torch.cuda`` name (``name``, relative to ``torch.cuda``) and what it becomes on Ascend.
+
+    ``action``: what the shim installs (``map``: the ``torch.npu`` counterpart ``counterpart``, device
+    arguments translated; ``emulate``: ascend-compat's own behaviour; ``unsupported``: an error
+    naming the API and the advice; ``keep``: torch's object stays). ``rule`` and ``verdict``: how
+    check reports ``torch.cuda.<name>``; ``reason``: what happens on Ascend; ``advice``: one sentence
+    (also the text of the shim's error for ``unsupported``). ``versions.torch_npu``: the torch_npu
+    versions that have ``counterpart`` (outside them a ``map`` name raises, and check says manual).
+    ``example``/``expect``/``fixed``/``fixed_expect`` as for :class:`Construct`; ``example`` None
+    means the knowledge layer generates it from the action (``knowledge.cuda_names.example_of``).
+    """
+
+    name: str
+    action: str
+    rule: str
+    verdict: str
+    counterpart: Optional[str]
+    reason: str
+    advice: str
+    example: Optional[str] = None
+    expect: Optional[str] = None
+    fixed: Optional[str] = None
+    fixed_expect: Optional[str] = None
+    versions: Versions = field(default=EVERY)
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS or self.verdict not in VERDICTS:
+            raise ValueError(f"torch.cuda.{self.name}: action {self.action!r} / verdict {self.verdict!r} unknown")
+        if (self.action == UNSUPPORTED) != (self.verdict == MANUAL):
+            raise ValueError(f"torch.cuda.{self.name}: manual exactly when the shim refuses it")
+
+    kind = "cuda-name"
+
+    @property
+    def npu_name(self) -> Optional[str]:
+        """``counterpart`` relative to ``torch.npu`` (``"NPUGraph"``), or None."""
+        if self.counterpart and self.counterpart.startswith("torch.npu."):
+            return self.counterpart[len("torch.npu."):]
+        return None
+
+    @property
+    def rewrite(self) -> Optional[tuple[str, str]]:
+        """``(before, after)`` of migrate's rewrite of ``torch.cuda.<name>``, or None when migrate leaves it."""
+        if self.npu_name is None or self.rule == "device-capability" or self.verdict == MANUAL:
+            return None
+        return f"torch.cuda.{self.name}", self.counterpart
