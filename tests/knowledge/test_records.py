@@ -7,14 +7,12 @@ libraries must run on the npu device and show their documented difference, manua
 fail (the import, or the first use); device, backend and extension records (auto: lands on npu;
 partial: prints the documented difference; manual: raises, and the advised edit runs). The run's
 torch / torch_npu / library versions must lie in every record's version ranges. check, migrate and
-the shim are then asked about the same records and must agree with them.
+the shim are then asked about the same records and must agree with them (the ``torch.cuda`` name
+records: ``test_cuda_names.py``).
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -24,20 +22,10 @@ from ascend_compat.analysis.scan import scan_file
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP
 from ascend_compat.knowledge import AUTO, MANUAL, PARTIAL, backends, devices, env_vars, extensions, libraries
 from ascend_compat.knowledge.records import advice_problems, placeholder_problems
+from knowledge.simulated import run_examples, run_simulated
 
 CONSTRUCTS = devices.RECORDS + backends.RECORDS + extensions.RECORDS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cuda_shim"))
-from shim_helpers import REPO, clean_env  # noqa: E402
-
-
-def _run_simulated(script: str, tmp_path: Path, **env: str) -> dict:
-    path = tmp_path / "examples.py"
-    path.write_text(textwrap.dedent(script))
-    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "run", "--simulate", str(path)],
-                          capture_output=True, text=True, timeout=600, env=clean_env(**env), cwd=str(REPO))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _concrete(name: str) -> str:
@@ -67,39 +55,17 @@ def test_env_var_examples_under_the_simulator(tmp_path):
         assert torch.ones(1).cuda().device.type == "npu"
         print(json.dumps(dict(os.environ)))
         """
-    baseline = _run_simulated(script, tmp_path)
+    baseline = run_simulated(script, tmp_path)
     for i in range(rounds):
         batch = [v[i] for v in by_target.values() if len(v) > i]
         env = {r.name: r.example[0] for r in batch}
         env.update(untranslated)
-        got = _run_simulated(script, tmp_path, **env)
+        got = run_simulated(script, tmp_path, **env)
         for r in batch:
             assert got[r.ascend] == r.example[1], r.name
         appeared = {k for k in got if k not in baseline and k not in env}
         assert appeared == {r.ascend for r in batch}
         assert {k: got.get(k) for k in untranslated} == untranslated
-
-
-def _run_examples(examples: dict, tmp_path: Path) -> dict:
-    """Each example (name -> code) in its own namespace in one simulated run: ``"ran:<last line>"``
-    or ``"raised:<exception type>: <message>"`` (ImportError subclasses as ``ImportError``)."""
-    return _run_simulated(f"""
-        import contextlib, io, json, os, tempfile
-        os.chdir(tempfile.mkdtemp())
-        out = {{}}
-        for name, code in {examples!r}.items():
-            buf = io.StringIO()
-            try:
-                with contextlib.redirect_stdout(buf):
-                    exec(compile(code, name, "exec"), {{}})
-                lines = buf.getvalue().strip().splitlines()
-                out[name] = "ran:" + (lines[-1] if lines else "")
-            except ImportError as e:
-                out[name] = "raised:ImportError"
-            except Exception as e:
-                out[name] = "raised:" + type(e).__name__ + ": " + str(e)[:200]
-        print(json.dumps(out))
-        """, tmp_path)
 
 
 _VERSIONS = "__versions__"
@@ -125,7 +91,7 @@ def _assert_examples_apply(records, got: dict) -> None:
 
 def test_library_examples_under_the_simulator(tmp_path):
     ranged = sorted({r.name.split(".")[0] for r in libraries.RECORDS if r.versions.library})
-    got = _run_examples({_VERSIONS: _versions_probe(ranged), **{r.name: r.example for r in libraries.RECORDS}},
+    got = run_examples({_VERSIONS: _versions_probe(ranged), **{r.name: r.example for r in libraries.RECORDS}},
                         tmp_path)
     _assert_examples_apply(libraries.RECORDS, got)
     wrong = {}
@@ -146,7 +112,7 @@ def test_construct_examples_under_the_simulator(tmp_path):
     example raises the documented error, and the advised edit (where a snippet can show it) runs."""
     examples = {_VERSIONS: _versions_probe([]), **{r.name: r.example for r in CONSTRUCTS}}
     examples.update({r.name + " (fixed)": r.fixed for r in CONSTRUCTS if r.fixed})
-    got = _run_examples(examples, tmp_path)
+    got = run_examples(examples, tmp_path)
     _assert_examples_apply(CONSTRUCTS, got)
     wrong = {}
     for r in CONSTRUCTS:
@@ -295,15 +261,3 @@ def test_every_version_range_is_a_specifier_set():
 @pytest.mark.parametrize("verdict", [AUTO, PARTIAL, MANUAL])
 def test_verdicts_are_known(verdict):
     assert any(r.verdict == verdict for r in env_vars.RECORDS)
-
-
-def test_check_and_the_shim_agree_on_every_torch_cuda_name():
-    from ascend_compat.analysis.rules.cuda_api import status
-    from ascend_compat.knowledge import cuda_names as table
-
-    wrong = {}
-    for name, (st, _) in table.CUDA_NAMES.items():
-        got = status(name).handling
-        if (st == table.UNSUPPORTED) != (got == MANUAL):
-            wrong[name] = (st, got)
-    assert wrong == {}

@@ -22,7 +22,7 @@ _PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>|\.\.\.|\bTODO\b|\bXXX\b")
 _REPEAT = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
 #: the verbs advice sentences start with (after them, the rest of the sentence says what and how)
 VERBS = ("use", "keep", "port", "replace", "install", "run", "set", "remove", "compare", "test", "pass",
-         "build", "write", "move", "call", "drop", "compute", "launch")
+         "build", "write", "move", "call", "drop", "compute", "launch", "catch", "upgrade")
 
 
 def placeholder_problems(text: str) -> list[str]:
@@ -214,6 +214,7 @@ class CudaName:
     @property
     def rewrite(self) -> Optional[tuple[str, str]]:
         """``(before, after)`` of migrate's rewrite of ``torch.cuda.<name>``, or None when migrate leaves it."""
-        if self.npu_name is None or self.rule == "device-capability" or self.verdict == MANUAL:
+        # capability tests and float64 need a decision migrate cannot make
+        if self.npu_name is None or self.rule in ("device-capability", "float64") or self.verdict == MANUAL:
             return None
         return f"torch.cuda.{self.name}", self.counterpart

@@ -6,8 +6,9 @@ import ast
 from ascend_compat.analysis.rules.base import PARTIAL, Rule
 
 RULE = Rule('float64', 'numerics', PARTIAL, 'float64 on the device',
-            "Ascend NPUs have no float64 compute for most ops. Under the shim's default WARN policy "
-            'float64 on the device becomes float32 (results change in the low digits; code that relies on'
+            "Ascend NPUs have no float64 compute for most ops: by default float64 reaches the NPU as "
+            "written and ops whose kernel lacks it fail or compute in float32; under the shim's float64 "
+            'policy WARN or SILENT it becomes float32 (results change in the low digits; code that relies on'
             ' double precision, e.g. RoPE frequency tables, loses accuracy); with policy ERROR it raises.',
             'use float32 on the NPU (compute float64 parts on the CPU if precision matters)', order=22)
 TRIGGERS = ("float64", "double", "complex128", "from_numpy")
