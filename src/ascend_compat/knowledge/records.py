@@ -140,13 +140,14 @@ class Construct:
     """A CUDA construct of one ``kind`` (``"device"``, ``"backend"``, ``"extension"``) and its Ascend counterpart.
 
     ``name``: the construct as written in CUDA code; ``rule``: the check rule reporting it (None:
-    check does not report it);
+    check does not report it, and ``unreported`` says why);
     ``verdict`` and ``reason``: what happens on Ascend without an edit and why; ``advice``: one
     sentence; ``rewrite``: ``(before, after)`` of migrate's rewrite, or None when migrate leaves it.
     ``example`` runs under ``ascend-compat run --simulate`` and its last printed line must be
     ``expect`` (``auto``: lands on npu; ``partial``: shows the documented difference). A ``manual``
     example must raise an exception of type ``expect``; ``fixed`` is the example after the advised
-    edit (None when the edit is a port no snippet can show), whose last line must be ``fixed_expect``.
+    edit (None when the edit is a port no snippet can show), whose last line must be ``fixed_expect``
+    (for ``partial`` records: the advised edit that removes the difference).
     """
 
     kind: str
@@ -162,6 +163,12 @@ class Construct:
     fixed: Optional[str] = None
     fixed_expect: Optional[str] = None
     versions: Versions = field(default=EVERY)
+    #: why check does not report the construct (given exactly when ``rule`` is None)
+    unreported: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if (self.rule is None) != (self.unreported is not None):
+            raise ValueError(f"{self.name}: a construct check does not report says why (unreported), and only then")
 
 
 #: what the shim installs for a ``torch.cuda`` name (:attr:`CudaName.action`)
