@@ -20,7 +20,8 @@ import pytest
 from ascend_compat.analysis.rules.catalog import RULES
 from ascend_compat.analysis.scan import scan_file
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP
-from ascend_compat.knowledge import AUTO, MANUAL, PARTIAL, backends, devices, env_vars, extensions, libraries
+from ascend_compat.knowledge import (AUTO, MANUAL, PARTIAL, backends, cuda_names, devices, env_vars, extensions,
+                                     libraries)
 from ascend_compat.knowledge.records import Construct, advice_problems, placeholder_problems
 from knowledge.simulated import run_examples, run_simulated
 
@@ -201,14 +202,36 @@ def test_check_rates_libraries_as_their_records(tmp_path):
 
 
 def test_advice_texts_follow_one_sentence_form():
-    """Every advice sentence generated from the records: a verb or a capital first, one full stop at
-    the end, no placeholder, no word twice in a row; reasons and rule texts at least print as given."""
-    advice = [r.advice for r in libraries.RECORDS + env_vars.RECORDS + CONSTRUCTS]
+    """Every advice sentence generated from the records and every rule's catalogue suggestion: a verb
+    or a capital first, one full stop at the end, no placeholder, no word twice in a row; reasons
+    print as given."""
+    advice = [r.advice for r in libraries.RECORDS + env_vars.RECORDS + CONSTRUCTS + cuda_names.RECORDS]
+    advice += [r.suggestion for r in RULES.values()]
     bad = {t: advice_problems(t) for t in advice if advice_problems(t)}
     assert bad == {}
-    texts = [r.reason for r in env_vars.RECORDS + CONSTRUCTS] + [r.what for r in libraries.RECORDS]
-    texts += [r.suggestion for r in RULES.values()] + [extensions.refusal("x")]
+    texts = [r.reason for r in env_vars.RECORDS + CONSTRUCTS + cuda_names.RECORDS] + [r.what for r in libraries.RECORDS]
+    texts += [r.explanation for r in RULES.values()] + [extensions.refusal("x")]
     bad = {t: placeholder_problems(t) for t in texts if placeholder_problems(t)}
+    assert bad == {}
+
+
+def _corpus() -> list[Path]:
+    """Python files check reports much in: the advice sample, the analysis golden corpus and scripts."""
+    tests = Path(__file__).resolve().parents[1]
+    return [Path(__file__).parent / "advice_sample.py", *sorted((tests / "analysis" / "fixtures").rglob("*.py"))]
+
+
+def test_every_finding_suggestion_is_one_sentence(tmp_path):
+    """What check prints after "->" (and migrate writes into its TODO notes) has the advice form, for
+    every finding on the corpus and on every record's example."""
+    findings = [f for path in _corpus() for f in scan_file(str(path)).findings]
+    sources = [r.example for r in CONSTRUCTS + libraries.RECORDS if r.example]
+    sources += ["import torch\n" + "".join(f"torch.cuda.{r.name}\n" for r in cuda_names.RECORDS)]
+    sources += ["import os\n" + "".join(f"os.environ[{_concrete(r.name)!r}] = '1'\n" for r in env_vars.RECORDS)]
+    for src in sources:
+        findings += _check(tmp_path, src)
+    assert len({f.rule for f in findings}) >= len(RULES) - 2  # nearly every rule speaks
+    bad = {(f.rule, f.suggestion): advice_problems(f.suggestion) for f in findings if advice_problems(f.suggestion)}
     assert bad == {}
 
 
