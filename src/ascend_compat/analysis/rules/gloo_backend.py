@@ -1,9 +1,11 @@
 """Rule ``gloo-backend``: a process group on gloo alone, which takes no NPU tensors.
 
-On CUDA machines gloo also runs collectives on CUDA tensors; on Ascend it takes CPU tensors only,
+On CUDA machines gloo also runs collectives on CUDA tensors (torch's ``Backend.backend_capability``
+lists gloo for ``cpu`` and ``cuda``); on Ascend it takes CPU tensors only,
 so a collective on an npu tensor in a ``"gloo"`` group raises. The verdict, reason and advice are
-the knowledge record's (``knowledge.backends``, ``'"gloo"'``); only literal backend strings are
-reported (a gloo group for CPU-side bookkeeping is common and runs unchanged).
+the knowledge record's (``knowledge.backends``, ``'"gloo"'``): partial, not manual, because a gloo
+group used for CPU tensors only (common for bookkeeping) runs unchanged. Only literal backend
+strings are reported.
 """
 from __future__ import annotations
 
