@@ -31,6 +31,10 @@ import torch, torch_npu
 from ascend_compat.cuda_shim.patches.cuda_namespace import public_names, resolve
 out["__actions__"] = {n: st for n, (st, _) in resolve(torch, torch.npu, public_names(torch)).items()}
 out["__versions__"] = {"torch": torch.__version__, "torch_npu": torch_npu.__version__}
+# members of the submodules the shim keeps that are the shim's torch.cuda object of the same name
+out["__members__"] = sorted(f"{m}.{n}" for m in ("memory", "random", "graphs") for n in dir(getattr(torch.cuda, m))
+                            if not n.startswith("_") and n in dir(torch.cuda)
+                            and getattr(getattr(torch.cuda, m), n) is getattr(torch.cuda, n))
 """
 _RUNS: dict = {}
 
@@ -134,6 +138,19 @@ def test_torch_npu_range_is_the_generated_api_tables(rec):
     for i, v in enumerate(versions):
         kept = all(_mapped(w, rec.npu_name, rec.name) for w in versions[i:])
         assert rec.versions.applies(torch_npu=v) == kept, (rec.name, v)
+
+
+def test_check_rates_members_of_kept_modules_as_the_shim_binds_them(outcomes):
+    """``torch.cuda.memory.empty_cache`` is ``torch.cuda.empty_cache`` under the shim (it rebinds the
+    re-exports), so check gives it that record's verdict."""
+    members = outcomes(AUTO)["__members__"]
+    assert {"memory.empty_cache", "memory.caching_allocator_enable", "random.manual_seed", "graphs.graph"} <= set(members)
+    wrong = {}
+    for dotted in members:
+        rec = cuda_names.status(dotted.split(".", 1)[1])
+        if rec is not None and check_status(dotted)[:2] != (rec.rule, rec.verdict):
+            wrong[dotted] = (check_status(dotted)[:2], rec.verdict)
+    assert wrong == {}
 
 
 def test_check_follows_the_targeted_torch_npu_version():

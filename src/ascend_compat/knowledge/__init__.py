@@ -1,6 +1,6 @@
 """The Ascend facts ascend-compat acts on, as typed records (one copy of each fact).
 
-Records: ``cuda_names`` (every public ``torch.cuda`` name), ``env_vars``, ``libraries``, ``devices``
+Records: ``cuda_names`` (:class:`CudaName`, every public ``torch.cuda`` name), ``env_vars``, ``libraries``, ``devices``
 (device strings and device tests), ``backends`` (distributed backend names), ``extensions`` (C++/CUDA
 extension builds). Readers: the runtime shim (``cuda_shim``: env, device and backend translation,
 extension refusals), ``check``'s rules (``analysis/rules``) and, through those, ``migrate``; the

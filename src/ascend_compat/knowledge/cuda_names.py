@@ -264,7 +264,6 @@ RECORDS: tuple[CudaName, ...] = (
 
 #: name -> record (the names of ``torch.cuda`` relative to it)
 CUDA_NAMES: dict[str, CudaName] = {r.name: r for r in RECORDS}
-BY_NAME = CUDA_NAMES
 
 
 def status(name: str) -> Optional[CudaName]:
