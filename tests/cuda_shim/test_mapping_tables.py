@@ -21,12 +21,12 @@ def test_table_agrees_with_torch_npu_api_facts():
         fact, mine = facts.get(name), table.status(name)
         if fact is None or mine is None:
             continue
-        if fact["status"] in ("mapped", "renamed") and mine[0] == table.UNSUPPORTED:
+        if fact["status"] in ("mapped", "renamed") and mine.action == table.UNSUPPORTED:
             problems.append(f"{name}: torch_npu has {fact['npu_name']} but we call it unsupported")
-        if fact["status"] == "unsupported" and mine[0] == table.MAP:
+        if fact["status"] == "unsupported" and mine.action == table.MAP:
             problems.append(f"{name}: we map it but torch_npu has no counterpart")
-        if mine[0] == table.MAP and fact["status"] in ("mapped", "renamed") and (mine[1] or name) != fact["npu_name"]:
-            problems.append(f"{name}: we map to {mine[1] or name}, torch_npu calls it {fact['npu_name']}")
+        if mine.action == table.MAP and fact["status"] in ("mapped", "renamed") and mine.npu_name != fact["npu_name"]:
+            problems.append(f"{name}: we map to {mine.npu_name}, torch_npu calls it {fact['npu_name']}")
     assert problems == []
 
 
@@ -40,8 +40,9 @@ def test_docs_table_is_current():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_every_table_name_has_a_valid_status():
-    for name, (st, detail) in table.CUDA_NAMES.items():
-        assert st in (table.MAP, table.EMULATE, table.UNSUPPORTED, table.KEEP), name
-        if st in (table.UNSUPPORTED, table.EMULATE, table.KEEP):
-            assert detail, f"{name}: {st} needs an explanation"
+def test_every_record_has_a_valid_action_and_texts():
+    for name, rec in table.CUDA_NAMES.items():
+        assert rec.name == name and rec.action in (table.MAP, table.EMULATE, table.UNSUPPORTED, table.KEEP), name
+        assert rec.reason and rec.advice, name
+        if rec.action == table.MAP:
+            assert rec.npu_name is not None and rec.rewrite == (f"torch.cuda.{name}", rec.counterpart), name

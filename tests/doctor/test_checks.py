@@ -121,7 +121,7 @@ def test_cuda_env_advice_is_the_knowledge_records():
     assert set(got) == {"NCCL_DEBUG", "TORCH_CUDA_ARCH_LIST", "NCCL_SOCKET_IFNAME"}
     for name in ("NCCL_DEBUG", "TORCH_CUDA_ARCH_LIST"):
         rec = env_vars.lookup(name)
-        assert rec.reason in got[name].detail and got[name].fix == rec.advice[:-1]
+        assert rec.reason in got[name].detail and got[name].fix == rec.advice
     assert got["NCCL_SOCKET_IFNAME"].status is WARN and "HCCL_SOCKET_IFNAME" in got["NCCL_SOCKET_IFNAME"].fix
 
 
@@ -175,7 +175,7 @@ def test_torch_without_torch_npu_gets_a_matching_suggestion(tmp_path):
     env = make_env("toolkit83", SOURCED_83, sys_path=[str(sp)])
     result = run_doctor(env)
     c = by_name(result, "torch_npu")[0]
-    assert c.status is FAIL and "pip install torch-npu==2.7.1 " in c.fix and "CANN 8.3.RC1" in c.fix
+    assert c.status is FAIL and "`pip install torch-npu==2.7.1`" in c.fix and "CANN 8.3.RC1" in c.fix
     assert "torch_npu 2.7.1 + CANN 8.3.RC1" in by_name(result, "compatibility")[0].detail
 
 
@@ -308,3 +308,18 @@ def test_in_process_simulator_is_reported_honestly():
     assert any(ln.startswith("INFO devices | SIMULATED: 3 'npu' device(s)") for ln in lines), p.stdout
     assert any(ln.startswith("INFO torch_npu |") and "stand-in" in ln for ln in lines), p.stdout
     assert not any(ln.startswith("FAIL") for ln in lines), p.stdout
+
+
+def test_every_fix_is_one_sentence(tmp_path):
+    """doctor's fixes have the sentence form of check's suggestions and the records' advice: one full
+    stop at the end, no placeholder (over the fixture machines, healthy to broken)."""
+    from ascend_compat.knowledge.records import placeholder_problems
+
+    env = {**SOURCED_83, "NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0", "ASCEND_RT_VISIBLE_DEVICES": "3,1"}
+    fixes = [c.fix for name in ("toolkit83", "cann85", "broken", "old_cann", None)
+             for c in run_doctor(make_env(name, env if name == "toolkit83" else None)) if c.fix]
+    assert len(fixes) >= 10
+    bad = {f: placeholder_problems(f) for f in fixes
+           if placeholder_problems(f) or not f.endswith(".") or f.endswith("..")}
+    assert bad == {}
+    assert checks.Check("x", WARN, "d", "do it").fix == "do it."

@@ -7,14 +7,12 @@ libraries must run on the npu device and show their documented difference, manua
 fail (the import, or the first use); device, backend and extension records (auto: lands on npu;
 partial: prints the documented difference; manual: raises, and the advised edit runs). The run's
 torch / torch_npu / library versions must lie in every record's version ranges. check, migrate and
-the shim are then asked about the same records and must agree with them.
+the shim are then asked about the same records and must agree with them (the ``torch.cuda`` name
+records: ``test_cuda_names.py``).
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,22 +20,13 @@ import pytest
 from ascend_compat.analysis.rules.catalog import RULES
 from ascend_compat.analysis.scan import scan_file
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP
-from ascend_compat.knowledge import AUTO, MANUAL, PARTIAL, backends, devices, env_vars, extensions, libraries
-from ascend_compat.knowledge.records import advice_problems, placeholder_problems
+from ascend_compat.knowledge import (AUTO, MANUAL, PARTIAL, backends, cuda_names, devices, env_vars, extensions,
+                                     libraries)
+from ascend_compat.knowledge.records import Construct, advice_problems, placeholder_problems
+from knowledge.simulated import run_examples, run_simulated
 
 CONSTRUCTS = devices.RECORDS + backends.RECORDS + extensions.RECORDS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cuda_shim"))
-from shim_helpers import REPO, clean_env  # noqa: E402
-
-
-def _run_simulated(script: str, tmp_path: Path, **env: str) -> dict:
-    path = tmp_path / "examples.py"
-    path.write_text(textwrap.dedent(script))
-    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "run", "--simulate", str(path)],
-                          capture_output=True, text=True, timeout=600, env=clean_env(**env), cwd=str(REPO))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _concrete(name: str) -> str:
@@ -67,39 +56,17 @@ def test_env_var_examples_under_the_simulator(tmp_path):
         assert torch.ones(1).cuda().device.type == "npu"
         print(json.dumps(dict(os.environ)))
         """
-    baseline = _run_simulated(script, tmp_path)
+    baseline = run_simulated(script, tmp_path)
     for i in range(rounds):
         batch = [v[i] for v in by_target.values() if len(v) > i]
         env = {r.name: r.example[0] for r in batch}
         env.update(untranslated)
-        got = _run_simulated(script, tmp_path, **env)
+        got = run_simulated(script, tmp_path, **env)
         for r in batch:
             assert got[r.ascend] == r.example[1], r.name
         appeared = {k for k in got if k not in baseline and k not in env}
         assert appeared == {r.ascend for r in batch}
         assert {k: got.get(k) for k in untranslated} == untranslated
-
-
-def _run_examples(examples: dict, tmp_path: Path) -> dict:
-    """Each example (name -> code) in its own namespace in one simulated run: ``"ran:<last line>"``
-    or ``"raised:<exception type>: <message>"`` (ImportError subclasses as ``ImportError``)."""
-    return _run_simulated(f"""
-        import contextlib, io, json, os, tempfile
-        os.chdir(tempfile.mkdtemp())
-        out = {{}}
-        for name, code in {examples!r}.items():
-            buf = io.StringIO()
-            try:
-                with contextlib.redirect_stdout(buf):
-                    exec(compile(code, name, "exec"), {{}})
-                lines = buf.getvalue().strip().splitlines()
-                out[name] = "ran:" + (lines[-1] if lines else "")
-            except ImportError as e:
-                out[name] = "raised:ImportError"
-            except Exception as e:
-                out[name] = "raised:" + type(e).__name__ + ": " + str(e)[:200]
-        print(json.dumps(out))
-        """, tmp_path)
 
 
 _VERSIONS = "__versions__"
@@ -125,7 +92,7 @@ def _assert_examples_apply(records, got: dict) -> None:
 
 def test_library_examples_under_the_simulator(tmp_path):
     ranged = sorted({r.name.split(".")[0] for r in libraries.RECORDS if r.versions.library})
-    got = _run_examples({_VERSIONS: _versions_probe(ranged), **{r.name: r.example for r in libraries.RECORDS}},
+    got = run_examples({_VERSIONS: _versions_probe(ranged), **{r.name: r.example for r in libraries.RECORDS}},
                         tmp_path)
     _assert_examples_apply(libraries.RECORDS, got)
     wrong = {}
@@ -143,21 +110,21 @@ def test_library_examples_under_the_simulator(tmp_path):
 
 def test_construct_examples_under_the_simulator(tmp_path):
     """auto: runs and lands on npu; partial: runs and prints the documented difference; manual: the
-    example raises the documented error, and the advised edit (where a snippet can show it) runs."""
+    example raises the documented error; the advised edit (where a snippet can show it) runs."""
     examples = {_VERSIONS: _versions_probe([]), **{r.name: r.example for r in CONSTRUCTS}}
     examples.update({r.name + " (fixed)": r.fixed for r in CONSTRUCTS if r.fixed})
-    got = _run_examples(examples, tmp_path)
+    got = run_examples(examples, tmp_path)
     _assert_examples_apply(CONSTRUCTS, got)
     wrong = {}
     for r in CONSTRUCTS:
         if r.verdict == MANUAL:
             ok = got[r.name].startswith(f"raised:{r.expect}:")
-            if r.fixed:
-                ok = ok and got[r.name + " (fixed)"] == f"ran:{r.fixed_expect}"
         else:
             ok = got[r.name] == f"ran:{r.expect}"
             if r.verdict == AUTO and r.kind in ("device", "backend"):
                 ok = ok and "npu" in r.expect
+        if r.fixed:  # the advised edit runs (for partial records: the difference is gone)
+            ok = ok and got[r.name + " (fixed)"] == f"ran:{r.fixed_expect}" != f"ran:{r.expect}"
         if not ok:
             wrong[r.name] = (r.verdict, got[r.name], got.get(r.name + " (fixed)"))
     assert wrong == {}
@@ -184,12 +151,17 @@ def test_check_rates_constructs_as_their_records(tmp_path):
     """check reports each construct's own example under the record's rule with the record's verdict."""
     wrong = {}
     for r in CONSTRUCTS:
-        if r.rule is None:
-            continue  # check has no rule for it (the difference shows only at run time)
         got = {(f.rule, f.handling) for f in _check(tmp_path, r.example)}
-        if {h for rule, h in got if rule == r.rule} != {r.verdict}:
+        if r.rule is None:  # check does not report it, for the reason the record states
+            if got or not r.unreported:
+                wrong[r.name] = (None, r.unreported, sorted(got))
+        elif {h for rule, h in got if rule == r.rule} != {r.verdict}:
             wrong[r.name] = (r.rule, r.verdict, sorted(got))
     assert wrong == {}
+    unreported = {r.name: r.unreported for r in CONSTRUCTS if r.rule is None}
+    assert list(unreported) == ["BuildExtension"] and "nothing needs an edit" in unreported["BuildExtension"]
+    with pytest.raises(ValueError, match="says why"):
+        Construct("device", "x", None, AUTO, None, "r", "use it.", "print('npu')", "npu")
 
 
 def test_migrate_applies_each_records_rewrite():
@@ -230,14 +202,36 @@ def test_check_rates_libraries_as_their_records(tmp_path):
 
 
 def test_advice_texts_follow_one_sentence_form():
-    """Every advice sentence generated from the records: a verb or a capital first, one full stop at
-    the end, no placeholder, no word twice in a row; reasons and rule texts at least print as given."""
-    advice = [r.advice for r in libraries.RECORDS + env_vars.RECORDS + CONSTRUCTS]
+    """Every advice sentence generated from the records and every rule's catalogue suggestion: a verb
+    or a capital first, one full stop at the end, no placeholder, no word twice in a row; reasons
+    print as given."""
+    advice = [r.advice for r in libraries.RECORDS + env_vars.RECORDS + CONSTRUCTS + cuda_names.RECORDS]
+    advice += [r.suggestion for r in RULES.values()]
     bad = {t: advice_problems(t) for t in advice if advice_problems(t)}
     assert bad == {}
-    texts = [r.reason for r in env_vars.RECORDS + CONSTRUCTS] + [r.what for r in libraries.RECORDS]
-    texts += [r.suggestion for r in RULES.values()] + [extensions.refusal("x")]
+    texts = [r.reason for r in env_vars.RECORDS + CONSTRUCTS + cuda_names.RECORDS] + [r.what for r in libraries.RECORDS]
+    texts += [r.explanation for r in RULES.values()] + [extensions.refusal("x")]
     bad = {t: placeholder_problems(t) for t in texts if placeholder_problems(t)}
+    assert bad == {}
+
+
+def _corpus() -> list[Path]:
+    """Python files check reports much in: the advice sample, the analysis golden corpus and scripts."""
+    tests = Path(__file__).resolve().parents[1]
+    return [Path(__file__).parent / "advice_sample.py", *sorted((tests / "analysis" / "fixtures").rglob("*.py"))]
+
+
+def test_every_finding_suggestion_is_one_sentence(tmp_path):
+    """What check prints after "->" (and migrate writes into its TODO notes) has the advice form, for
+    every finding on the corpus and on every record's example."""
+    findings = [f for path in _corpus() for f in scan_file(str(path)).findings]
+    sources = [r.example for r in CONSTRUCTS + libraries.RECORDS if r.example]
+    sources += ["import torch\n" + "".join(f"torch.cuda.{r.name}\n" for r in cuda_names.RECORDS)]
+    sources += ["import os\n" + "".join(f"os.environ[{_concrete(r.name)!r}] = '1'\n" for r in env_vars.RECORDS)]
+    for src in sources:
+        findings += _check(tmp_path, src)
+    assert len({f.rule for f in findings}) >= len(RULES) - 2  # nearly every rule speaks
+    bad = {(f.rule, f.suggestion): advice_problems(f.suggestion) for f in findings if advice_problems(f.suggestion)}
     assert bad == {}
 
 
@@ -295,15 +289,3 @@ def test_every_version_range_is_a_specifier_set():
 @pytest.mark.parametrize("verdict", [AUTO, PARTIAL, MANUAL])
 def test_verdicts_are_known(verdict):
     assert any(r.verdict == verdict for r in env_vars.RECORDS)
-
-
-def test_check_and_the_shim_agree_on_every_torch_cuda_name():
-    from ascend_compat.analysis.rules.cuda_api import status
-    from ascend_compat.knowledge import cuda_names as table
-
-    wrong = {}
-    for name, (st, _) in table.CUDA_NAMES.items():
-        got = status(name).handling
-        if (st == table.UNSUPPORTED) != (got == MANUAL):
-            wrong[name] = (st, got)
-    assert wrong == {}

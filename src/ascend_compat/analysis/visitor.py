@@ -548,13 +548,13 @@ class PyAnalyzer:
                 msg += " (autocast / GradScaler device type)"
             if _const_str(n) is not None:
                 npu = f'"{npu}"'
-            self.report(n, rule, msg, f"use {npu}" if len(npu) < 60 else "use the same expression with npu in place of cuda")
+            self.report(n, rule, msg, f"use {npu}." if len(npu) < 60 else "use the same expression with npu in place of cuda.")
 
     def _report_backends(self, nodes) -> None:
         for n in nodes:
             s = _const_str(n) or "nccl"
             self.report(n, "nccl-backend", f'"{s}" used as a distributed backend',
-                        f'use "{backends.rewrite(s)}"')
+                        f'use "{backends.rewrite(s)}".')
 
     def device_arg(self, expr, allow_int: bool = False, rule: str = "device-string") -> None:
         """``expr`` is used as a device."""
@@ -563,7 +563,7 @@ class PyAnalyzer:
             v = expr.value
             if allow_int and type(v) is int:
                 self.report(expr, "int-device", f"integer device ordinal {v}",
-                            f'use torch.device("npu", {v})')
+                            f'use torch.device("npu", {v}).')
                 return
         if t is ast.Name:
             self._use("device", expr.id)
@@ -572,7 +572,7 @@ class PyAnalyzer:
             if allow_int and expr.attr in self.int_attrs:
                 seg = self.segment(expr) or expr.attr
                 self.report(expr, "int-device", f"integer device ordinal {seg} (an int command-line option)",
-                            f'use torch.device("npu", {seg})')
+                            f'use torch.device("npu", {seg}).')
                 return
             if self.qual(expr) is None:
                 self.attr_uses.add(("device", expr.attr))

@@ -20,10 +20,10 @@ from ascend_compat.doctor.versions import base_version, matrix_rows, python_rang
 
 OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
 
-CPU_TORCH = "pip install torch=={v} --index-url https://download.pytorch.org/whl/cpu"
+CPU_TORCH = "`pip install torch=={v} --index-url https://download.pytorch.org/whl/cpu`"
 CANN_DOWNLOAD = "https://www.hiascend.com/developer/download/community/result?module=cann"
-SET_ENV_HINT = "source /usr/local/Ascend/ascend-toolkit/set_env.sh (CANN <= 8.3) or " \
-               "source /usr/local/Ascend/cann/set_env.sh (CANN >= 8.5)"
+SET_ENV_HINT = "`source /usr/local/Ascend/ascend-toolkit/set_env.sh` (CANN <= 8.3) or " \
+               "`source /usr/local/Ascend/cann/set_env.sh` (CANN >= 8.5)"
 
 
 class Facts:
@@ -202,7 +202,7 @@ def _suggest_torch_npu(f: Facts) -> str:
             cands = with_cann or cands
         if cands:
             best = max(cands, key=lambda r: version_key(r["torch_npu"]))
-            return f"pip install torch-npu=={best['torch_npu']}" + (
+            return f"run `pip install torch-npu=={best['torch_npu']}`" + (
                 f" (published pairing: torch {best['torch']}, CANN {best['cann']})" if best["cann"] else "")
     if tv and rows:
         mm = release_line(tv)
@@ -211,11 +211,11 @@ def _suggest_torch_npu(f: Facts) -> str:
             best = max(same_minor, key=lambda r: (version_key(r["torch"]), version_key(r["torch_npu"])))
             return (f"no torch_npu release is built for torch {tv}; the nearest is torch_npu {best['torch_npu']} "
                     f"for torch {best['torch']}: " + CPU_TORCH.format(v=best["torch"])
-                    + f" && pip install torch-npu=={best['torch_npu']}")
+                    + f", then `pip install torch-npu=={best['torch_npu']}`")
     if tv:
-        return f"pip install torch-npu=={tv} if that release exists (torch_npu versions follow torch's; check the " \
+        return f"run `pip install torch-npu=={tv}` if that release exists (torch_npu versions follow torch's; check the " \
                "CANN pairing in Ascend/pytorch's compatibility table)"
-    return "pip install torch-npu matching your torch version"
+    return "install the torch-npu release matching your torch version"
 
 
 def check_torch_npu(f: Facts) -> CheckResult:
@@ -240,7 +240,7 @@ def check_torch_npu(f: Facts) -> CheckResult:
                              f"torch_npu {n.version} is built for torch {want}.* but torch {f.torch.version} is "
                              "installed; importing it fails with undefined symbols, or 'Failed to load the backend "
                              "extension' at 'import torch'",
-                             f"pip install torch-npu=={have}  (or " + CPU_TORCH.format(v=want) + ")"))
+                             f"run `pip install torch-npu=={have}` (or " + CPU_TORCH.format(v=want) + ")"))
     if f.simulated:
         out.append(Check("torch_npu", INFO, "the simulator is active: it blocks the real torch_npu in this process"))
     return out
@@ -255,7 +255,7 @@ def _import_fix(message: str) -> str:
         return "CANN libraries are not on the library path: " + SET_ENV_HINT
     if "undefined symbol" in low:
         return "torch_npu and torch versions do not match: install torch-npu built for your torch"
-    return "run python -c 'import torch_npu' to see the full error; then ascend-compat error --log - < that output"
+    return "run `python -c 'import torch_npu'` to see the full error, and pass that output to `ascend-compat error --log -`"
 
 
 def check_torch_npu_import(f: Facts) -> CheckResult:
@@ -361,8 +361,8 @@ def check_devices(f: Facts) -> CheckResult:
         return Check("devices", FAIL, "no NPU device nodes (/dev/davinci<N>): this machine or container has no "
                                       "visible Ascend NPU",
                      "on Ascend hardware: load the driver (npu-smi info must list the cards); in Docker pass "
-                     "--device=/dev/davinci0 ... --device=/dev/davinci_manager --device=/dev/devmm_svm "
-                     "--device=/dev/hisi_hdc; without hardware: ascend-compat run --simulate SCRIPT")
+                     "--device=/dev/davinci0 (one per card) and --device=/dev/davinci_manager --device=/dev/devmm_svm "
+                     "--device=/dev/hisi_hdc; without hardware: `ascend-compat run --simulate SCRIPT`")
     listing = f"/dev/davinci{nums[0]}" + (f"..{nums[-1]}" if len(nums) > 1 else "")
     missing = [n for n in ("davinci_manager", "devmm_svm", "hisi_hdc") if n not in control]
     if missing:
@@ -391,7 +391,8 @@ def check_npu_smi(f: Facts) -> CheckResult:
     out.append(Check("npu_smi", WARN if bad else OK,
                      f"npu-smi {smi.version or '?'}: {len(smi.devices)} x {'/'.join(names)}" + used
                      + ("; unhealthy: " + ", ".join(f"NPU {d.npu} {d.health}" for d in bad) if bad else ""),
-                     "check the unhealthy cards (npu-smi info -t health -i <id>) before using them" if bad else ""))
+                     "check the unhealthy cards before using them ("
+                     + "; ".join(f"npu-smi info -t health -i {d.npu}" for d in bad) + ")" if bad else ""))
     if smi.processes:
         procs = ", ".join(f"NPU {n}: pid {pid} {name}" for n, pid, name, _ in smi.processes[:6])
         out.append(Check("npu_processes", INFO, f"{len(smi.processes)} process(es) already use NPUs ({procs})",
@@ -539,7 +540,7 @@ def check_cuda_env(f: Facts) -> CheckResult:
             out.append(Check("cuda_env", INFO, f"{name}={value} is set; Ascend uses "
                                                f"{rec.ascend}={f.environment.get(rec.ascend)} instead"))
         else:
-            out.append(Check("cuda_env", INFO, f"{name}={value}: {rec.reason}", rec.advice[:-1]))
+            out.append(Check("cuda_env", INFO, f"{name}={value}: {rec.reason}", rec.advice))
     return out
 
 
@@ -552,7 +553,7 @@ def check_set_env(f: Facts) -> CheckResult:
     env = f.environment
     if c is None or f.simulated and f.torch_npu is None:
         return None
-    sourced_hint = f"source {c.set_env}" if c.set_env else SET_ENV_HINT
+    sourced_hint = f"`source {c.set_env}`" if c.set_env else SET_ENV_HINT
     home = env.get("ASCEND_HOME_PATH")
     out = []
     if not home:
@@ -586,7 +587,7 @@ def check_set_env(f: Facts) -> CheckResult:
         if any(p.endswith("/stub") for p in libs):
             out.append(Check("ld_library_path", WARN, "LD_LIBRARY_PATH contains a CANN stub directory: programs "
                                                       "fail with 100039 (compiling stub mode)",
-                             "remove .../stub entries from LD_LIBRARY_PATH"))
+                             "remove the CANN stub directories from LD_LIBRARY_PATH"))
     return out
 
 

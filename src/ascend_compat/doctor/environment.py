@@ -28,12 +28,21 @@ class Status(str, enum.Enum):
 
 @dataclass
 class Check:
-    """One finding: ``name`` (stable id such as ``"cann"``), status, what was found, how to fix it."""
+    """One finding: ``name`` (stable id such as ``"cann"``), status, what was found, how to fix it.
+
+    ``fix`` is printed as one sentence ending with a full stop, like check's suggestions: the checks
+    compose it from phrases, and the full stop is added here.
+    """
 
     name: str
     status: Status
     detail: str
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        self.fix = self.fix.strip()
+        if self.fix and not self.fix.endswith("."):
+            self.fix += "."
 
     def to_dict(self) -> dict:
         return {"name": self.name, "status": self.status.value, "detail": self.detail, "fix": self.fix}

@@ -1,6 +1,6 @@
 """The Ascend facts ascend-compat acts on, as typed records (one copy of each fact).
 
-Records: ``cuda_names`` (every public ``torch.cuda`` name), ``env_vars``, ``libraries``, ``devices``
+Records: ``cuda_names`` (:class:`CudaName`, every public ``torch.cuda`` name), ``env_vars``, ``libraries``, ``devices``
 (device strings and device tests), ``backends`` (distributed backend names), ``extensions`` (C++/CUDA
 extension builds). Readers: the runtime shim (``cuda_shim``: env, device and backend translation,
 extension refusals), ``check``'s rules (``analysis/rules``) and, through those, ``migrate``; the
@@ -9,9 +9,9 @@ simulator and doctor where they state the same facts. Each record carries a verd
 sentence, the versions it applies to (:class:`Versions`) and a minimal example that
 ``tests/knowledge`` runs under the simulated NPU to prove the verdict.
 """
-from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, EnvVar, Library,
-                                             Versions)
+from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
+                                             Library, Versions)
 from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
 
-__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct",
+__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
            "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]

@@ -43,6 +43,12 @@ def _group(backend: str, body: str) -> str:
             f"try:\n{body}finally:\n    dist.destroy_process_group()\n")
 
 
+#: an all_reduce of a CPU and of an npu tensor; prints which ran
+_CPU_AND_NPU = ("    dist.all_reduce(torch.ones(1))\n    try:\n"
+                "        dist.all_reduce(torch.ones(1, device='cuda'))\n"
+                "        print('cpu ok, npu ok')\n    except RuntimeError:\n"
+                "        print('cpu ok, npu refused')\n")
+
 RECORDS: tuple[Construct, ...] = (
     Construct("backend", '"nccl"', "nccl-backend", AUTO, '"hccl"',
               "the shim maps nccl to hccl in init_process_group, new_group and split_group",
@@ -73,14 +79,12 @@ RECORDS: tuple[Construct, ...] = (
               "use torch_npu's ProcessGroupHCCL.",
               "import torch\nfrom torch.distributed import ProcessGroupNCCL\n"
               "print(ProcessGroupNCCL.__name__, torch.ones(1, device='cuda').device.type)", "ProcessGroupHCCL npu"),
-    Construct("backend", '"gloo"', None, PARTIAL, '"gloo"',
-              "gloo runs collectives on CPU tensors only, as on CUDA machines; NPU tensors need hccl",
-              'use "hccl" for NPU tensors and keep gloo for CPU tensors.',
-              _group("gloo", "    dist.all_reduce(torch.ones(1))\n    try:\n"
-                             "        dist.all_reduce(torch.ones(1, device='cuda'))\n"
-                             "        print('cpu ok, npu ok')\n    except RuntimeError:\n"
-                             "        print('cpu ok, npu refused')\n"),
-              "cpu ok, npu refused"),
+    Construct("backend", '"gloo"', "gloo-backend", PARTIAL, '"cpu:gloo,npu:hccl"',
+              "gloo runs collectives on CPU tensors only on Ascend (on CUDA machines it also takes CUDA tensors), "
+              "so a collective on an NPU tensor raises",
+              'use "cpu:gloo,npu:hccl" to keep gloo for CPU tensors and run NPU tensors over hccl.',
+              _group("gloo", _CPU_AND_NPU), "cpu ok, npu refused",
+              fixed=_group("cpu:gloo,npu:hccl", _CPU_AND_NPU), fixed_expect="cpu ok, npu ok"),
 )
 
 BY_NAME: dict[str, Construct] = {r.name: r for r in RECORDS}

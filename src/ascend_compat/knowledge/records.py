@@ -22,7 +22,7 @@ _PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>|\.\.\.|\bTODO\b|\bXXX\b")
 _REPEAT = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
 #: the verbs advice sentences start with (after them, the rest of the sentence says what and how)
 VERBS = ("use", "keep", "port", "replace", "install", "run", "set", "remove", "compare", "test", "pass",
-         "build", "write", "move", "call", "drop", "compute", "launch")
+         "build", "write", "move", "call", "drop", "compute", "launch", "catch", "upgrade")
 
 
 def placeholder_problems(text: str) -> list[str]:
@@ -140,13 +140,14 @@ class Construct:
     """A CUDA construct of one ``kind`` (``"device"``, ``"backend"``, ``"extension"``) and its Ascend counterpart.
 
     ``name``: the construct as written in CUDA code; ``rule``: the check rule reporting it (None:
-    check does not report it);
+    check does not report it, and ``unreported`` says why);
     ``verdict`` and ``reason``: what happens on Ascend without an edit and why; ``advice``: one
     sentence; ``rewrite``: ``(before, after)`` of migrate's rewrite, or None when migrate leaves it.
     ``example`` runs under ``ascend-compat run --simulate`` and its last printed line must be
     ``expect`` (``auto``: lands on npu; ``partial``: shows the documented difference). A ``manual``
     example must raise an exception of type ``expect``; ``fixed`` is the example after the advised
-    edit (None when the edit is a port no snippet can show), whose last line must be ``fixed_expect``.
+    edit (None when the edit is a port no snippet can show), whose last line must be ``fixed_expect``
+    (for ``partial`` records: the advised edit that removes the difference).
     """
 
     kind: str
@@ -162,3 +163,65 @@ class Construct:
     fixed: Optional[str] = None
     fixed_expect: Optional[str] = None
     versions: Versions = field(default=EVERY)
+    #: why check does not report the construct (given exactly when ``rule`` is None)
+    unreported: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if (self.rule is None) != (self.unreported is not None):
+            raise ValueError(f"{self.name}: a construct check does not report says why (unreported), and only then")
+
+
+#: what the shim installs for a ``torch.cuda`` name (:attr:`CudaName.action`)
+MAP, EMULATE, UNSUPPORTED, KEEP = "map", "emulate", "unsupported", "keep"
+ACTIONS = (MAP, EMULATE, UNSUPPORTED, KEEP)
+
+
+@dataclass(frozen=True)
+class CudaName:
+    """A public ``torch.cuda`` name (``name``, relative to ``torch.cuda``) and what it becomes on Ascend.
+
+    ``action``: what the shim installs (``map``: the ``torch.npu`` counterpart ``counterpart``, device
+    arguments translated; ``emulate``: ascend-compat's own behaviour; ``unsupported``: an error
+    naming the API and the advice; ``keep``: torch's object stays). ``rule`` and ``verdict``: how
+    check reports ``torch.cuda.<name>``; ``reason``: what happens on Ascend; ``advice``: one sentence
+    (also the text of the shim's error for ``unsupported``). ``versions.torch_npu``: the torch_npu
+    versions that have ``counterpart`` (outside them a ``map`` name raises, and check says manual).
+    ``example``/``expect``/``fixed``/``fixed_expect`` as for :class:`Construct`; ``example`` None
+    means the knowledge layer generates it from the action (``knowledge.cuda_names.example_of``).
+    """
+
+    name: str
+    action: str
+    rule: str
+    verdict: str
+    counterpart: Optional[str]
+    reason: str
+    advice: str
+    example: Optional[str] = None
+    expect: Optional[str] = None
+    fixed: Optional[str] = None
+    fixed_expect: Optional[str] = None
+    versions: Versions = field(default=EVERY)
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS or self.verdict not in VERDICTS:
+            raise ValueError(f"torch.cuda.{self.name}: action {self.action!r} / verdict {self.verdict!r} unknown")
+        if (self.action == UNSUPPORTED) != (self.verdict == MANUAL):
+            raise ValueError(f"torch.cuda.{self.name}: manual exactly when the shim refuses it")
+
+    kind = "cuda-name"
+
+    @property
+    def npu_name(self) -> Optional[str]:
+        """``counterpart`` relative to ``torch.npu`` (``"NPUGraph"``), or None."""
+        if self.counterpart and self.counterpart.startswith("torch.npu."):
+            return self.counterpart[len("torch.npu."):]
+        return None
+
+    @property
+    def rewrite(self) -> Optional[tuple[str, str]]:
+        """``(before, after)`` of migrate's rewrite of ``torch.cuda.<name>``, or None when migrate leaves it."""
+        # capability tests and float64 need a decision migrate cannot make
+        if self.npu_name is None or self.rule in ("device-capability", "float64") or self.verdict == MANUAL:
+            return None
+        return f"torch.cuda.{self.name}", self.counterpart

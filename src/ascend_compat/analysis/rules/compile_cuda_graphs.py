@@ -6,7 +6,7 @@ from ascend_compat.analysis.rules.base import PARTIAL, Rule, const_str
 RULE = Rule('compile-cuda-graphs', 'graphs', PARTIAL, 'torch.compile mode that uses CUDA graphs',
             'mode="reduce-overhead"/"max-autotune" rely on CUDA graphs and Triton autotuning. On NPU '
             'inductor needs triton-ascend (or torchair); compilation may fail or fall back to eager.',
-            "drop the mode, or compile with torchair's NPU backend (torchair.get_npu_backend())", order=11)
+            "drop the mode, or compile with torchair's NPU backend (torchair.get_npu_backend()).", order=11)
 TRIGGERS = ("reduce-overhead", "max-autotune", "cuda")
 
 

@@ -6,7 +6,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule
 RULE = Rule('cuda-backend-flag', 'backend-flags', AUTO, 'torch.backends.cuda setting',
             'matmul.allow_tf32 maps to torch.npu.matmul.allow_hf32 under the shim; SDPA kernel selection '
             'contexts are accepted (the NPU picks its own attention kernel).',
-            'use torch.npu.matmul.allow_hf32; drop sdp_kernel selection', order=14)
+            'use torch.npu.matmul.allow_hf32, and drop sdp_kernel selection.', order=14)
 TRIGGERS = ("cuda",)
 NOTES = {
     "matmul.allow_tf32": "maps to HF32 matmuls (torch.npu.matmul.allow_hf32) under the shim",

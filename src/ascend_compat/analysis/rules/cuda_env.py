@@ -12,7 +12,7 @@ _lookup = functools.lru_cache(maxsize=4096)(env_vars.lookup)
 RULE = Rule('cuda-env', 'environment', AUTO, 'CUDA environment variable',
             'The shim maps CUDA_VISIBLE_DEVICES to ASCEND_RT_VISIBLE_DEVICES (validated, sorted) and '
             'PYTORCH_CUDA_ALLOC_CONF to PYTORCH_NPU_ALLOC_CONF before the backend starts.',
-            'set ASCEND_RT_VISIBLE_DEVICES / PYTORCH_NPU_ALLOC_CONF', order=19)
+            'set ASCEND_RT_VISIBLE_DEVICES / PYTORCH_NPU_ALLOC_CONF.', order=19)
 #: the names of the knowledge records this rule reports (a trailing * makes a prefix)
 TRIGGERS = tuple(sorted({r.name.rstrip("*").lower() for r in env_vars.RECORDS if r.rule == 'cuda-env'}))
 #: the variables migrate renames (the shim's own translations, made explicit)

@@ -6,6 +6,6 @@ from ascend_compat.analysis.rules.base import PARTIAL, Rule
 
 RULE = Rule('cuda-env-other', 'environment', PARTIAL, 'CUDA-only environment variable',
             'This variable has no effect on NPU.',
-            'see the suggestion for the NPU equivalent', order=20)
+            'set the NPU equivalent named in each finding, or remove the variable.', order=20)
 #: the names of the knowledge records this rule reports (a trailing * makes a prefix)
 TRIGGERS = tuple(sorted({r.name.rstrip("*").lower() for r in env_vars.RECORDS if r.rule == 'cuda-env-other'}))

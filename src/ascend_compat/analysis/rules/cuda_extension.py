@@ -12,7 +12,7 @@ from ascend_compat.knowledge import extensions
 RULE = Rule('cuda-extension', 'extension', MANUAL, 'custom CUDA extension',
             'CUDA C++ extensions cannot be built or loaded on Ascend.',
             'port the kernel to an AscendC custom op, or use an existing torch_npu op (torch_npu.npu_*); '
-            'build C++ parts with torch_npu.utils.cpp_extension.NpuExtension', order=26)
+            'build C++ parts with torch_npu.utils.cpp_extension.NpuExtension.', order=26)
 TRIGGERS = ("cuda", "nvcc")
 EXTENSION = {"torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
              "torch.utils.cpp_extension.include_paths_cuda": None}
@@ -68,7 +68,7 @@ _CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|cu
 #: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
 _CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")
 _FILE_ADVICE = ("build with the CANN toolchain (AscendC ops, torch_npu.utils.cpp_extension.NpuExtension); "
-                "replace CUDA runtime calls with ACL (aclrt*) / c10 PrivateUse1 APIs")
+                "replace CUDA runtime calls with ACL (aclrt*) / c10 PrivateUse1 APIs.")
 
 
 def on_file(path: str, kind: str, text: str) -> list:
@@ -88,7 +88,7 @@ def on_file(path: str, kind: str, text: str) -> list:
             d = device_string.RULE
             out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, d.id, d.category, MANUAL,
                                f"C++ CUDA device `{what}`: libtorch code is outside the Python shim's reach",
-                               "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)"))
+                               "use c10::DeviceType::PrivateUse1 (the npu device of torch_npu's C++ API)."))
             continue
         out.append(Finding(path, i, m.start() + 1, i, m.end() + 1, RULE.id, RULE.category, RULE.handling,
                            f"CUDA build/code reference `{what}`: {RULE.explanation}", _FILE_ADVICE))

@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import PARTIAL, Rule
 RULE = Rule('cuda-graph', 'graphs', PARTIAL, 'CUDA graphs',
             'CUDAGraph/graph/make_graphed_callables map to torch.npu.NPUGraph, which supports inference '
             'capture only; elsewhere the shim runs eagerly (correct, without the speed-up).',
-            'use torch.npu.NPUGraph / torch.npu.graph for inference, or run eagerly', order=10)
+            'use torch.npu.NPUGraph / torch.npu.graph for inference, or run eagerly.', order=10)
 TRIGGERS = ("cuda",)
 
 

@@ -22,7 +22,7 @@ _lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
 
 RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
             'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
-            'see the suggestion for the Ascend replacement', order=28)
+            'use the Ascend replacement named in each finding.', order=28)
 TRIGGERS = ()
 #: importing one of these makes a file relevant by itself
 TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES

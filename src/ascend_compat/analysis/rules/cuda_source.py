@@ -9,7 +9,7 @@ from ascend_compat.analysis.rules.base import MANUAL, Rule
 
 RULE = Rule('cuda-source', 'extension', MANUAL, 'CUDA source file',
             'CUDA kernels (.cu/.cuh) do not run on Ascend.',
-            'port to AscendC, or replace with torch / torch_npu operators', order=27)
+            'port to AscendC, or replace with torch / torch_npu operators.', order=27)
 TRIGGERS = (".cu'", '.cu"', ".cuh'", '.cuh"')
 #: a string that is a path or glob of CUDA sources
 CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")

@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule
 RULE = Rule('cudnn-flag', 'backend-flags', AUTO, 'torch.backends.cudnn setting',
             'cuDNN does not exist on NPU: the shim accepts the flags; benchmark has no effect; allow_tf32'
             ' maps to HF32.',
-            'remove it, or use torch.npu.conv.allow_hf32 for allow_tf32', order=12)
+            'remove it, or use torch.npu.conv.allow_hf32 for allow_tf32.', order=12)
 TRIGGERS = ("cudnn",)
 CUDNN_NOTES = {
     "benchmark": "no cuDNN autotuner on NPU; accepted by the shim, no effect",

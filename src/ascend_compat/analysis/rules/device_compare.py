@@ -14,7 +14,7 @@ RULE = Rule('device-compare', 'device', PARTIAL, 'device type compared with "cud
             'An npu tensor\'s device type is npu, so x.device.type == "cuda" and "cuda" in str(device) '
             'are False on Ascend (with or without the shim) and the code takes its non-CUDA branch. '
             'migrate rewrites the compared string to "npu".',
-            'compare with "npu" (or use x.device.type != "cpu")', order=3)
+            'compare with "npu" (or test x.device.type != "cpu").', order=3)
 TRIGGERS = ("cuda",)
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
 
@@ -28,7 +28,7 @@ def on_compare(v, node, operands) -> None:
                 if s is not None and DEVICE_PREFIX.match(s):
                     rec = _IN if any(type(op) in (ast.In, ast.NotIn) for op in node.ops) else _EQ
                     v.report(el, RULE.id, f'device compared with "{s}": {rec.reason}',
-                             f'compare with "{devices.rewrite_head(s)}"', handling=rec.verdict)
+                             f'compare with "{devices.rewrite_head(s)}".', handling=rec.verdict)
 
 
 def on_call(v, node, q, attr) -> None:
@@ -37,7 +37,7 @@ def on_call(v, node, q, attr) -> None:
         s = const_str(node.args[0])
         if s is not None and s.startswith("cuda"):
             v.report(node.args[0], RULE.id, f'device string tested with {attr}("{s}"): {_IN.reason}',
-                     f'test for "{devices.rewrite_head(s)}"', handling=_IN.verdict)
+                     f'test for "{devices.rewrite_head(s)}".', handling=_IN.verdict)
 
 
 def rewrite_string(body: str):

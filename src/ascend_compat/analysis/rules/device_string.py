@@ -6,8 +6,8 @@ from ascend_compat.knowledge import devices
 
 RULE = Rule('device-string', 'device', AUTO, '"cuda" device string',
             'The shim translates "cuda"/"cuda:N" wherever torch takes a device (factories, .to, '
-            'torch.device, map_location, autocast, streams...). Arbitrary strings are never touched.',
-            'use "npu" / "npu:N"', order=2)
+            'torch.device, map_location, autocast and streams). Arbitrary strings are never touched.',
+            'use "npu" / "npu:N".', order=2)
 TRIGGERS = ("cuda",)
 #: calls whose first positional argument is a device (int allowed where torch accepts an ordinal)
 DEVICE_FIRST_ARG = frozenset({

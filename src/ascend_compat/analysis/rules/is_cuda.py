@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule
 
 RULE = Rule('is-cuda', 'device', AUTO, 'Tensor.is_cuda',
             'The shim makes is_cuda true for NPU tensors; natively it is False on NPU.',
-            'use Tensor.is_npu (torch_npu) or x.device.type == "npu"', order=4)
+            'use Tensor.is_npu (torch_npu) or x.device.type == "npu".', order=4)
 TRIGGERS = ("cuda",)
 #: migrate renames the attribute (old, new)
 REWRITE_ATTR = ("is_cuda", "is_npu")

@@ -6,7 +6,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule
 RULE = Rule('jit-script', 'compile', AUTO, 'torch.jit.script',
             'Left alone by the shim (transfer_to_npu disables it process-wide): TorchScript runs op by op'
             ' on NPU without CUDA fusers; export with torch.jit.save works.',
-            'keep; for speed prefer torch.compile with torchair', order=24)
+            'keep it, or use torch.compile with torchair for speed.', order=24)
 TRIGGERS = ("jit",)
 NAMES = frozenset({"torch.jit.script", "torch.jit.script_method"})
 

@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule, const_str
 RULE = Rule('legacy-tensor-type', 'device', AUTO, 'legacy torch.cuda.*Tensor type',
             "torch.cuda.FloatTensor-style constructors and .type('torch.cuda.*Tensor') are mapped by the "
             'shim to torch.npu.*Tensor.',
-            'use torch.empty with dtype and device="npu", or torch.npu.FloatTensor', order=6)
+            'use torch.empty with dtype and device="npu", or torch.npu.FloatTensor.', order=6)
 TRIGGERS = ("cuda",)
 
 
@@ -19,9 +19,9 @@ def on_call(v, node, q, attr) -> None:
     if s is None or not (s.startswith("torch.cuda.") and s.endswith("Tensor")):
         return
     if s == "torch.cuda.DoubleTensor":
-        v.report(node, "float64", f'.type("{s}"): float64 on the NPU', 'use .to("npu", torch.float32)')
+        v.report(node, "float64", f'.type("{s}"): float64 on the NPU', 'use .to("npu", torch.float32).')
     else:
-        v.report(node, RULE.id, f'.type("{s}")', f'use .type("{s.replace("cuda", "npu")}") or .to(device, dtype)')
+        v.report(node, RULE.id, f'.type("{s}")', f'use .type("{s.replace("cuda", "npu")}") or .to(device, dtype).')
 
 
 def rewrite_qualname(dotted: str, version):

@@ -10,7 +10,7 @@ from ascend_compat.knowledge import backends
 RULE = Rule('nccl-backend', 'distributed', AUTO, 'NCCL backend',
             'The shim maps "nccl" to "hccl" in init_process_group/new_group and keeps backend comparisons'
             ' working.',
-            'use backend="hccl"', order=15)
+            'use backend="hccl".', order=15)
 TRIGGERS = ("nccl",)
 #: a string naming the NCCL backend ("nccl", "cuda:nccl", "cpu:gloo,cuda:nccl")
 BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
@@ -43,7 +43,7 @@ def on_compare(v, node, operands) -> None:
                 s = const_str(el)
                 if s is not None and BACKEND_STR.match(s):
                     v.report(el, RULE.id, f'distributed backend compared with "{s}"',
-                             'compare with "hccl" too (or use the shim, which keeps this working)')
+                             'compare with "hccl" too (or use the shim, which keeps this working).')
 
 
 def rewrite_string(body: str):

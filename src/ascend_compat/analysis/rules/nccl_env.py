@@ -7,6 +7,6 @@ from ascend_compat.analysis.rules.base import PARTIAL, Rule
 RULE = Rule('nccl-env', 'distributed', PARTIAL, 'NCCL_* environment variable',
             'NCCL variables have no effect on HCCL; the shim maps the ones with an HCCL equivalent (e.g. '
             'NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME) and warns about the rest.',
-            'set the HCCL_* equivalent, such as HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT or HCCL_BUFFSIZE', order=16)
+            'set the HCCL_* equivalent, such as HCCL_SOCKET_IFNAME, HCCL_CONNECT_TIMEOUT or HCCL_BUFFSIZE.', order=16)
 #: the names of the knowledge records this rule reports (a trailing * makes a prefix)
 TRIGGERS = tuple(sorted({r.name.rstrip("*").lower() for r in env_vars.RECORDS if r.rule == 'nccl-env'}))

@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import MANUAL, Rule, const_str
 
 RULE = Rule('nvidia-smi', 'environment', MANUAL, 'nvidia-smi invocation',
             'nvidia-smi does not exist on Ascend hosts; parsing its output fails.',
-            'use npu-smi info, or torch.npu.mem_get_info()/device_count() from Python', order=21)
+            'use npu-smi info, or torch.npu.mem_get_info()/device_count() from Python.', order=21)
 TRIGGERS = ("nvidia",)
 
 

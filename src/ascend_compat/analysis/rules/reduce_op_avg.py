@@ -7,8 +7,8 @@ RULE = Rule('reduce-op-avg', 'distributed', PARTIAL, 'ReduceOp.AVG',
             'HCCL itself implements only SUM/PROD/MAX/MIN: current torch_npu (and the simulator) runs AVG'
             " as SUM followed by a division, so results can differ in the last bits from NCCL's AVG; "
             'older torch_npu releases reject ReduceOp.AVG.',
-            'for portability across torch_npu versions: all_reduce with ReduceOp.SUM, then divide by '
-            'dist.get_world_size()', order=17)
+            'use ReduceOp.SUM and divide by dist.get_world_size() for portability across torch_npu '
+            'versions.', order=17)
 TRIGGERS = ("reduceop",)
 
 

@@ -7,7 +7,7 @@ from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule
 RULE = Rule('torch-cuda-api', 'api', AUTO, 'torch.cuda API',
             'torch.cuda names that torch_npu provides as torch.npu.* are mapped by the shim; names '
             'without an NPU counterpart raise an error naming the API under the shim.',
-            'use the torch.npu function of the same name', order=7)
+            'use the torch.npu function of the same name.', order=7)
 TRIGGERS = ("cuda",)
 
 
@@ -18,10 +18,10 @@ def qualname(q: str, version):
         return cuda_api.classify_torch_cuda(q, version)
     if q.startswith(("torch._C._cuda", "torch._C._cudart", "torch._C._nccl")):
         return (RULE.id, MANUAL, f"{q}: a private CUDA binding; torch_npu has no counterpart",
-                "use the public torch.npu API instead of torch._C CUDA bindings")
+                "use the public torch.npu API instead of torch._C CUDA bindings.")
     if q.startswith("torch.") and q.endswith(".ProfilerActivity.CUDA"):
         return (RULE.id, PARTIAL, "ProfilerActivity.CUDA: records no device activity on NPU",
-                "use torch_npu.profiler.profile with torch_npu.profiler.ProfilerActivity.NPU")
+                "use torch_npu.profiler.profile with torch_npu.profiler.ProfilerActivity.NPU.")
     return None
 
 

@@ -6,7 +6,7 @@ from ascend_compat.analysis.rules.base import AUTO, Rule
 RULE = Rule('torch-load', 'serialization', AUTO, 'torch.load without map_location',
             'A checkpoint saved from CUDA tensors is restored to CUDA by default, which fails on NPU. The'
             ' shim restores such checkpoints onto the NPU.',
-            'pass map_location="npu" (or "cpu")', order=25)
+            'pass map_location="npu" (or "cpu").', order=25)
 TRIGGERS = ("torch.load",)
 
 

@@ -1,6 +1,7 @@
 """``torch.cuda.*``: every public name mapped to ``torch.npu``, emulated, or an explanatory error.
 
-The decisions are data (:mod:`ascend_compat.cuda_shim.mapping.cuda_names`); this module builds the
+The decisions are the knowledge records (:mod:`ascend_compat.knowledge.cuda_names`, re-exported as
+:mod:`ascend_compat.cuda_shim.mapping.cuda_names`); this module builds the
 objects. ``torch.cuda.is_available()`` answers for the NPU, except inside :func:`real_cuda`
 (used around library detection points), where it gives the real CUDA answer.
 """
@@ -344,15 +345,16 @@ def _stand_in_with_device(real: type, key: str) -> type:
 
 
 def resolve(torch: Any, npu: Any, names: list[str]) -> dict[str, tuple[str, Any]]:
-    """name -> (status, object to install) for each ``torch.cuda`` name."""
+    """name -> (action, object to install) for each ``torch.cuda`` name, from its knowledge record."""
     emulated = _emulations(torch, npu, torch.cuda)
     out: dict[str, tuple[str, Any]] = {}
     for name in names:
-        entry = table.status(name)
-        if entry is None:
-            entry = (table.MAP, None) if hasattr(npu, name) else (
-                table.UNSUPPORTED, "not available on the NPU; see `ascend-compat check` for alternatives")
-        st, detail = entry
+        rec = table.status(name)
+        if rec is None:
+            st, npu_name = (table.MAP, name) if hasattr(npu, name) else (table.UNSUPPORTED, None)
+            advice = "see `ascend-compat check` for alternatives."
+        else:
+            st, npu_name, advice = rec.action, rec.npu_name, rec.advice
         if st == table.KEEP:
             continue
         if st == table.EMULATE:
@@ -360,11 +362,10 @@ def resolve(torch: Any, npu: Any, names: list[str]) -> dict[str, tuple[str, Any]
         elif st == table.UNSUPPORTED:
             obj = getattr(torch.cuda, name, None)
             if isinstance(obj, types.ModuleType):
-                out[name] = (st, _UnsupportedModule(name, detail or ""))
+                out[name] = (st, _UnsupportedModule(name, advice))
             else:
-                out[name] = (st, unsupported_function(name, detail or ""))
+                out[name] = (st, unsupported_function(name, advice))
         else:
-            npu_name = detail or name
             obj = getattr(npu, npu_name, None)
             if obj is None:
                 out[name] = (table.UNSUPPORTED, _missing_on_backend(name, npu_name))
