@@ -364,17 +364,9 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
     return _retag(host, KDL_EXT_DEV, index)
 
 
-QUANTIZED_MESSAGE = (
-    "quantized tensors on the npu device are not simulated (torch_npu 2.9 and later has them, through "
-    "QuantizedPrivateUse1 kernels; the simulated device stores npu memory as DLPack host memory, which "
-    "cannot hold a quantized tensor). Keep quantized tensors on the CPU, or dequantize() before moving "
-    "to npu.")
-
-
-def refuse_quantized(*args, **kwargs):
-    """Raise the simulator's refusal of quantized npu tensors (also a kernel for the
-    QuantizedPrivateUse1 factories: ``torch.quantize_per_tensor(...).to("npu")``)."""
-    raise NotImplementedError(QUANTIZED_MESSAGE)
+#: ``(quantized CPU tensor, index) -> quantized npu tensor``, set by ``_quantized.register`` at
+#: install (it makes the tensor, or raises the simulator's refusal when its C++ part is missing)
+quantized_adopt = None
 
 
 def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
@@ -385,7 +377,7 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
     if not _device_ready:
         _first_allocation()
     if host.is_quantized:
-        refuse_quantized()
+        return quantized_adopt(host, index)
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
     if host.dtype in _WIDE and wide_allocation_check is not None:
