@@ -176,3 +176,36 @@ for make in (lambda: torch.quantize_per_tensor(torch.ones(3, device="npu"), 0.1,
               "no C++ compiler was found" in str(exc))
 """, env={"TORCH_EXTENSIONS_DIR": str(tmp_path), "CXX": "no-such-compiler"}))
     assert out.split() == ["True", "True", "True", "True"]
+
+
+def test_copy_between_the_cpu_and_npu_with_the_same_quantizer():
+    # torch_npu's _copy_from copies the int representation: with empty_affine_quantized on the
+    # target device this crosses devices, where .to() cannot
+    qc = torch.quantize_per_tensor(_data(), 0.1, 1, torch.quint8)
+    qn = torch._empty_affine_quantized(qc.shape, scale=0.1, zero_point=1, dtype=torch.quint8, device="npu")
+    qn.copy_(qc)
+    assert qn.device.type == "npu" and torch.equal(qn.int_repr().cpu(), qc.int_repr())
+    back = torch._empty_affine_quantized(qc.shape, scale=0.1, zero_point=1, dtype=torch.quint8)
+    back.copy_(qn)
+    assert back.device.type == "cpu" and torch.equal(back.int_repr(), qc.int_repr())
+    other = torch._empty_affine_quantized(qc.shape, scale=0.2, zero_point=1, dtype=torch.quint8, device="npu")
+    with pytest.raises(NotImplementedError, match="different quantizers"):
+        other.copy_(qn)
+
+
+def test_second_device():
+    out = check(run_python("""
+import warnings
+warnings.simplefilter("ignore")
+import ascend_compat.simulator as sim
+sim.install(devices=2)
+import torch
+from ascend_compat.simulator import _memory
+x = torch.randn(4, 4)
+q = torch.quantize_per_tensor(x.to("npu:1"), 0.1, 0, torch.qint8)
+e = torch._empty_affine_quantized((3,), scale=1.0, zero_point=0, dtype=torch.qint8, device="npu:1")
+print(q.device, e.device, q.clone().device, torch.npu.current_device(), _memory.memory_allocated(0) == 0,
+      _memory.memory_allocated(1) > 0)
+print(torch.equal(q.dequantize().cpu(), torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).dequantize()))
+"""))
+    assert out.split() == ["npu:1", "npu:1", "npu:1", "0", "True", "True", "True"]

@@ -151,7 +151,9 @@ def adopt(qc: torch.Tensor, index: int) -> torch.Tensor:
 
 
 def _int_alias(q: torch.Tensor) -> torch.Tensor:
-    """Plain CPU integer tensor aliasing the int representation of quantized npu tensor ``q``."""
+    """Plain CPU integer tensor aliasing the int representation of quantized tensor ``q`` (npu or CPU)."""
+    if q.device.type == "cpu":
+        return torch.empty(0, dtype=_INT[q.dtype]).set_(q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
     whole = _memory._SET_WHOLE(_memory._CPU_KS, _memory.allocate((0,), None, torch.uint8, q.device.index),
                                q.untyped_storage())
     host = _memory._retag(whole, _memory.KDL_CPU, 0)
@@ -278,15 +280,14 @@ def _copy_from(self, dst, non_blocking=False):
                 "copy_ between quantized tensors with different quantizers, one of them on npu, is not simulated "
                 "(torch_npu gives the destination the source's quantizer); copy between tensors with the same "
                 "quantizer, or quantize the dequantized source with the destination's parameters")
-        _dense_int(dst).reshape(self.shape).copy_(_dense_int(self))
+        target = _int_alias(dst)
+        if target.shape != self.shape:
+            target = target.view(self.shape)
+        target.copy_(_int_alias(self))
         return dst
     raise RuntimeError("Copying from quantized Tensor to non-quantized Tensor is not allowed, please use dequantize "
                        "to get a float Tensor from a quantized Tensor" if self.is_quantized else
                        "copying a non-quantized tensor into a quantized npu tensor is not simulated")
-
-
-def _dense_int(q):
-    return _int_alias(q) if q.device.type == "npu" else _aten.int_repr.default.redispatch(_QCPU, q)
 
 
 def _quantizer_values(q) -> tuple:
