@@ -65,8 +65,8 @@ def test_allocator_bypassing_calls_do_not_crash_the_process():
                  "tensor.pin_memory()", "Stream", "record_stream", "uint8 big"):
         assert f"OK {name}" in out, out
     assert "ERR tensor(device=npu:7) RuntimeError Invalid device ID" in out, lines
-    from ascend_compat.simulator import _quantized
+    from ascend_compat.simulator import _quantized_ops
 
-    if _quantized.unavailable_reason() is None:  # the C++ part (and its device allocator) is loaded
+    if _quantized_ops.unavailable_reason() is None:  # the C++ part (and its device allocator) is loaded
         assert "OK quantized factory npu:0" in out, out
         assert "ERR C++ allocator RuntimeError the simulated NPU allocates device memory in Python" in out, out

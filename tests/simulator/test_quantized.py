@@ -8,12 +8,12 @@ import warnings
 import pytest
 import torch
 
-from ascend_compat.simulator import _cext, _memory, _quantized
+from ascend_compat.simulator import _cext, _memory, _quantized_ops
 from tests.simulator._subproc import check, run_python
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
-    pytest.mark.skipif(_quantized.unavailable_reason() is not None,
+    pytest.mark.skipif(_quantized_ops.unavailable_reason() is not None,
                        reason=f"the simulator's C++ part is not loaded here: {_cext.hooks_unavailable_reason()}"),
 ]
 
@@ -209,3 +209,46 @@ print(q.device, e.device, q.clone().device, torch.npu.current_device(), _memory.
 print(torch.equal(q.dequantize().cpu(), torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).dequantize()))
 """))
     assert out.split() == ["npu:1", "npu:1", "npu:1", "0", "True", "True", "True"]
+
+
+def test_kernel_set_follows_the_emulated_torch_npu():
+    newest = set(_quantized_ops.kernels())
+    assert {"dequantize.self", "int_repr", "_empty_affine_quantized", "q_scale", "qscheme", "view", "clone",
+            "_copy_from", "flip"} <= newest
+    assert "empty_quantized" not in newest and "_empty_per_channel_affine_quantized" not in newest
+    assert set(_quantized_ops.kernels("2.9.1")) == {"dequantize.self", "int_repr", "_empty_affine_quantized",
+                                                *_quantized_ops.READERS}
+    assert set(_quantized_ops.kernels("2.7.1")) == newest
+    assert _quantized_ops.kernels("2.1.0") == ()
+    # the dispatcher shows torch_npu's set, nothing more
+    registered = {name for name in newest
+                  if torch._C._dispatch_has_kernel_for_dispatch_key(
+                      "aten::" + name if "." in name else f"aten::{name}", "QuantizedPrivateUse1")}
+    assert registered == newest
+
+
+def test_an_older_torch_npu_without_the_view_kernels():
+    out = check(run_python("""
+import warnings
+warnings.simplefilter("ignore")
+import ascend_compat.simulator as sim
+sim.install(torch_npu_version="2.9.1")
+import torch
+q = torch.quantize_per_tensor(torch.ones(2, 3, device="npu"), 0.5, 0, torch.qint8)
+print(q.dequantize().cpu().tolist() == [[1.0] * 3] * 2, q.q_scale())
+# torch's composite clone reaches empty_strided, which this torch_npu does not register either
+for name, fn in (("view", lambda: q.view(3, 2)), ("empty_strided", lambda: q.clone())):
+    try:
+        fn()
+    except NotImplementedError as exc:
+        print(name, str(exc).startswith(f"Could not run 'aten::{name}' with arguments from the 'Quantizednpu' backend"))
+"""))
+    assert out.split() == ["True", "0.5", "view", "True", "empty_strided", "True"]
+
+
+def test_a_cpu_fallback_with_a_quantized_result_fails_moving_it_back():
+    # quantize_per_tensor.tensor_qparams has no torch_npu kernel: its CPU fallback moves the
+    # quantized result to the npu with .to(), which has no QuantizedPrivateUse1 path
+    x = _data().to("npu")
+    with pytest.raises(NotImplementedError, match=r"^Could not run 'aten::empty_quantized' .*'Quantizednpu' backend"):
+        torch.quantize_per_tensor(x, torch.tensor(0.1), torch.tensor(0), torch.qint8)
