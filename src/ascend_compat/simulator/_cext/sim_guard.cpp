@@ -5,8 +5,8 @@
 // device, and the autograd engine sizes its per-device ready queues from the
 // registered guards' deviceCount() the first time backward() touches a device
 // tensor. backward() through tensors on npu:1 therefore needs a guard that reports
-// N devices. This file is that guard and nothing else: allocation, kernels and
-// memory stay in the simulator's Python code.
+// N devices. This file is that guard (plus the hooks and the zero-byte allocator below):
+// allocation, kernels and memory stay in the simulator's Python code.
 //
 // What it tracks, per thread as on real accelerators: the current device index and
 // the current stream of each device. Streams are ids only (execution is
