@@ -252,3 +252,24 @@ def test_a_cpu_fallback_with_a_quantized_result_fails_moving_it_back():
     x = _data().to("npu")
     with pytest.raises(NotImplementedError, match=r"^Could not run 'aten::empty_quantized' .*'Quantizednpu' backend"):
         torch.quantize_per_tensor(x, torch.tensor(0.1), torch.tensor(0), torch.qint8)
+
+
+def test_torch_npu_wording_of_the_shape_kernels():
+    q = torch.quantize_per_tensor(_data((4, 6)).to("npu"), 0.1, 0, torch.qint8)
+    with pytest.raises(RuntimeError, match=r"^view size is not compatible .*Use \.reshape\(\.\.\.\) instead\.\n"
+                                           r"\[ERROR\] .* ERR01001 OPS invalid parameter"):
+        q.t().view(2, 12)
+    q4 = q.view(1, 2, 3, 4)
+    with pytest.raises(RuntimeError, match=r"^NPU quantized clone only supports Contiguous or Preserve"):
+        q4.clone(memory_format=torch.channels_last)
+    # contiguous is CompositeImplicitAutograd: its math kernel runs at AutogradPrivateUse1 and calls
+    # clone, so torch_npu's (and the simulator's) QuantizedPrivateUse1 contiguous kernel is not reached
+    with pytest.raises(RuntimeError, match=r"^NPU quantized clone only supports Contiguous or Preserve"):
+        q4.contiguous(memory_format=torch.channels_last)
+    below_autograd = torch._C.DispatchKeySet(torch._C.DispatchKey.QuantizedPrivateUse1)
+    with pytest.raises(RuntimeError, match=r"^NPU quantized contiguous supports Contiguous memory format only\."):
+        torch.ops.aten.contiguous.default.redispatch(below_autograd, q4, memory_format=torch.channels_last)
+    flat = torch.ops.aten.ravel.default.redispatch(below_autograd, q.t())
+    assert flat.shape == (24,) and torch.equal(flat.int_repr().cpu(), q.t().int_repr().cpu().reshape(-1))
+    with pytest.raises(RuntimeError, match=r"^It is currently not supported to specify a dtype that doesn't match"):
+        torch.empty_like(q, dtype=torch.quint8)

@@ -23,7 +23,7 @@ import functools
 
 import torch
 
-from ascend_compat.simulator import _memory
+from ascend_compat.simulator import _error_code, _memory
 from ascend_compat.simulator._quantized import (QCPU, adopt, check_dtype, device_index, host_view, int_alias, new,
                                                 quantizer_of)
 
@@ -99,7 +99,8 @@ def _empty_like(self, dtype=None, layout=None, device=None, pin_memory=None, mem
     # torch_npu's NPUNativeFunctions::empty_like for a quantized self
     if dtype is not None and dtype != self.dtype:
         raise RuntimeError("It is currently not supported to specify a dtype that doesn't match the input tensor's "
-                           f"dtype via empty_like.  Specified: {dtype} Input tensor's dtype: {self.dtype}")
+                           f"dtype via empty_like.  Specified: {dtype} Input tensor's dtype: {self.dtype}"
+                           + _error_code.cpp_error("OPS", "TYPE"))
     fmt = memory_format or torch.preserve_format
     if fmt == torch.preserve_format:
         fmt = torch.channels_last if (self.dim() == 4 and self.is_contiguous(memory_format=torch.channels_last)
@@ -113,7 +114,7 @@ def _empty_like(self, dtype=None, layout=None, device=None, pin_memory=None, mem
         return torch._empty_per_channel_affine_quantized(
             self.shape, scales=self.q_per_channel_scales().clone(), zero_points=self.q_per_channel_zero_points().clone(),
             axis=self.q_per_channel_axis(), dtype=self.dtype, device=device, memory_format=fmt)
-    raise RuntimeError(f"Unsupported qscheme: {scheme}")
+    raise RuntimeError(f"Unsupported qscheme: {scheme}" + _error_code.cpp_error("OPS", "NOT_SUPPORT"))
 
 
 def _dequantize(self):
@@ -138,7 +139,11 @@ def _view(self, size):
             raise
         if len(size) == 1 and size[0] in (-1, self.numel()):
             return _aten.view.default.redispatch(QCPU, self.clone(memory_format=torch.contiguous_format), size)
-        raise
+        raise RuntimeError(_VIEW_MESSAGE + _error_code.cpp_error("OPS", "PARAM")) from None
+
+
+_VIEW_MESSAGE = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
+                 "across two contiguous subspaces). Use .reshape(...) instead.")
 
 
 def _ravel(self):
@@ -157,7 +162,8 @@ def _row_major_dense(t) -> bool:
 
 def _contiguous(self, memory_format=torch.contiguous_format):
     if memory_format != torch.contiguous_format:
-        raise RuntimeError("NPU quantized contiguous supports Contiguous memory format only.")
+        raise RuntimeError("NPU quantized contiguous supports Contiguous memory format only."
+                           + _error_code.cpp_error("OPS", "NOT_SUPPORT"))
     if self.is_contiguous() and _row_major_dense(self):
         return self
     return self.clone(memory_format=torch.contiguous_format)
@@ -165,7 +171,8 @@ def _contiguous(self, memory_format=torch.contiguous_format):
 
 def _clone(self, memory_format=None):
     if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
-        raise RuntimeError("NPU quantized clone only supports Contiguous or Preserve memory_format.")
+        raise RuntimeError("NPU quantized clone only supports Contiguous or Preserve memory_format."
+                           + _error_code.cpp_error("OPS", "NOT_SUPPORT"))
     dst = torch.empty_like(self, memory_format=memory_format or torch.preserve_format)
     int_alias(dst).copy_(int_alias(self))
     return dst
