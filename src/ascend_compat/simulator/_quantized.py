@@ -111,9 +111,7 @@ def new(size, stride, dtype, quantizer: tuple, index: int) -> torch.Tensor:
 
 def host_view(q: torch.Tensor) -> torch.Tensor:
     """QuantizedCPU tensor aliasing the memory of quantized npu tensor ``q`` (same geometry and quantizer)."""
-    whole = _memory._SET_WHOLE(_memory._CPU_KS, _memory.allocate((0,), None, torch.uint8, q.device.index),
-                               q.untyped_storage())
-    storage = _memory._retag(whole, _memory.KDL_CPU, 0).untyped_storage()
+    storage = _memory.host_storage(q)
     blank = _blank(quantizer_of(q), q.dtype, torch.device("cpu"), q.dim())
     return _SET_STORAGE.redispatch(QCPU, blank, storage, q.storage_offset(), q.shape, q.stride())
 
@@ -129,9 +127,5 @@ def adopt(qc: torch.Tensor, index: int) -> torch.Tensor:
 
 def int_alias(q: torch.Tensor) -> torch.Tensor:
     """Plain CPU integer tensor aliasing the int representation of quantized tensor ``q`` (npu or CPU)."""
-    if q.device.type == "cpu":
-        return torch.empty(0, dtype=_INT[q.dtype]).set_(q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
-    whole = _memory._SET_WHOLE(_memory._CPU_KS, _memory.allocate((0,), None, torch.uint8, q.device.index),
-                               q.untyped_storage())
-    host = _memory._retag(whole, _memory.KDL_CPU, 0)
-    return host.view(_INT[q.dtype]).as_strided(q.shape, q.stride(), q.storage_offset())
+    storage = q.untyped_storage() if q.device.type == "cpu" else _memory.host_storage(q)
+    return torch.empty(0, dtype=_INT[q.dtype]).set_(storage, q.storage_offset(), q.shape, q.stride())
