@@ -3,7 +3,6 @@ happened, what to do; "simulator limit" where the real torch_npu would work), or
 torch_npu."""
 from __future__ import annotations
 
-import warnings
 
 import pytest
 import torch
@@ -55,18 +54,3 @@ def test_dlpack_on_an_old_emulated_torch_npu_says_it_lacks_it():
             print("2.7" in str(exc) and "tensor.cpu()" in str(exc))
     """))
     assert out.split() == ["True"]
-
-
-@pytest.mark.parametrize("make", [
-    lambda: torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8).to("npu"),
-    lambda: torch.quantize_per_tensor(torch.ones(3, device="npu"), 0.1, 0, torch.qint8),
-    lambda: torch._empty_affine_quantized((3,), scale=0.1, zero_point=0, dtype=torch.qint8, device="npu"),
-], ids=["to_npu", "quantize_npu_tensor", "empty_affine_quantized"])
-def test_quantized_npu_tensors_are_refused_clearly(make):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's deprecation warning for quantized factories
-        with pytest.raises(NotImplementedError, match=r"^quantized tensors on the npu device are not simulated "
-                                                      r"\(torch_npu 2\.9 and later has them"):
-            make()
-        q = torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8)
-    assert torch.equal(q.dequantize().to("npu").cpu(), q.dequantize())  # the documented way

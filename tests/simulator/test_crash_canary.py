@@ -39,6 +39,11 @@ attempt("Stream", lambda: torch.Stream(device="npu"))
 attempt("Event", lambda: torch.Event(device="npu"))
 attempt("sparse to npu", lambda: torch.eye(3).to_sparse().to("npu"))
 attempt("quantized to npu", lambda: torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8).to("npu"))
+attempt("quantized factory", lambda: torch._empty_affine_quantized((3,), scale=0.1, zero_point=0, dtype=torch.qint8,
+                                                                    device="npu"))
+QCPU = torch._C.DispatchKeySet(torch._C.DispatchKey.QuantizedCPU)
+attempt("C++ allocator", lambda: torch.ops.aten._empty_affine_quantized.default.redispatch(
+    QCPU, [3], dtype=torch.qint8, device="npu"))
 attempt("meta to npu", lambda: torch.empty(3, device="meta").to("npu"))
 attempt("npu to meta", lambda: torch.ones(3, device="npu").to("meta"))
 attempt("record_stream", lambda: torch.ones(3, device="npu").record_stream(torch.Stream(device="npu")))
@@ -60,3 +65,8 @@ def test_allocator_bypassing_calls_do_not_crash_the_process():
                  "tensor.pin_memory()", "Stream", "record_stream", "uint8 big"):
         assert f"OK {name}" in out, out
     assert "ERR tensor(device=npu:7) RuntimeError Invalid device ID" in out, lines
+    from ascend_compat.simulator import _quantized_ops
+
+    if _quantized_ops.unavailable_reason() is None:  # the C++ part (and its device allocator) is loaded
+        assert "OK quantized factory npu:0" in out, out
+        assert "ERR C++ allocator RuntimeError the simulated NPU allocates device memory in Python" in out, out

@@ -56,6 +56,7 @@ __all__ = [
     "native_op_versions",
     "native_ops",
     "is_native",
+    "quantized_ops",
     "would_fall_back",
     "custom_ops",
     "custom_op_overloads",
@@ -163,6 +164,13 @@ def native_ops(torch_npu_version: Optional[str] = None) -> FrozenSet[str]:
     Names as ``"add.Tensor"``, ``"add_.Tensor"``, ``"add.out"``, ``"relu"`` (default overload bare).
     """
     return _native_ops(resolve_version(torch_npu_version))
+
+
+def quantized_ops(torch_npu_version: Optional[str] = None) -> FrozenSet[str]:
+    """Aten overloads of the "quant" section of torch_npu's op yaml (kernels it registers on
+    QuantizedPrivateUse1), e.g. ``"dequantize.self"``, ``"int_repr"``; empty for torch_npu 2.1."""
+    key = resolve_version(torch_npu_version)
+    return frozenset(load_table("npu_native_ops.json")["versions"][key].get("quant", ()))
 
 
 def is_native(op: str, torch_npu_version: Optional[str] = None) -> bool:

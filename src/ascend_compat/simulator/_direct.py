@@ -26,7 +26,7 @@ import functools
 
 import torch
 
-from ascend_compat.simulator import _dispatch, _dtype_support, _memory, _special_ops
+from ascend_compat.simulator import _dispatch, _dtype_support, _quantized_ops, _special_ops
 
 _has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -135,11 +135,7 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
         lib.impl(getattr(getattr(torch.ops.aten, name), overload or "default"), functools.partial(fn, None),
                  "PrivateUse1")
         count += 1
-    for qualname in _special_ops.QUANTIZED_FACTORIES:
-        name, _, overload = qualname.partition(".")
-        lib.impl(getattr(getattr(torch.ops.aten, name), overload or "default"), _memory.refuse_quantized,
-                 "QuantizedPrivateUse1")
-        count += 1
+    count += _quantized_ops.register(lib)
     for name in _special_ops.DIRECT:
         packet = getattr(torch.ops.aten, name)
         for overload in packet.overloads():

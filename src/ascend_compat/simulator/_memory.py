@@ -14,7 +14,7 @@ C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulat
 Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
 Nothing is cached, so "reserved" equals "allocated".
 
-Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``to_device``, ``memory_stats``, ``memory_allocated``,
+Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``host_storage``, ``to_device``, ``memory_stats``, ``memory_allocated``,
 ``max_memory_allocated``, ``reset_peak_memory_stats``, ``reset_accumulated_memory_stats``,
 ``capacity``, ``set_capacity``.
 """
@@ -364,17 +364,9 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
     return _retag(host, KDL_EXT_DEV, index)
 
 
-QUANTIZED_MESSAGE = (
-    "quantized tensors on the npu device are not simulated (torch_npu 2.9 and later has them, through "
-    "QuantizedPrivateUse1 kernels; the simulated device stores npu memory as DLPack host memory, which "
-    "cannot hold a quantized tensor). Keep quantized tensors on the CPU, or dequantize() before moving "
-    "to npu.")
-
-
-def refuse_quantized(*args, **kwargs):
-    """Raise the simulator's refusal of quantized npu tensors (also a kernel for the
-    QuantizedPrivateUse1 factories: ``torch.quantize_per_tensor(...).to("npu")``)."""
-    raise NotImplementedError(QUANTIZED_MESSAGE)
+#: ``(quantized CPU tensor, index) -> quantized npu tensor``, set by ``_quantized.register`` at
+#: install (it makes the tensor, or raises the simulator's refusal when its C++ part is missing)
+quantized_adopt = None
 
 
 def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
@@ -385,7 +377,7 @@ def adopt(host: torch.Tensor, index: int) -> torch.Tensor:
     if not _device_ready:
         _first_allocation()
     if host.is_quantized:
-        refuse_quantized()
+        return quantized_adopt(host, index)
     if host.is_conj() or host.is_neg():
         host = host.resolve_conj().resolve_neg()
     if host.dtype in _WIDE and wide_allocation_check is not None:
@@ -430,14 +422,19 @@ def restride(t: torch.Tensor, size, stride, offset: int) -> torch.Tensor:
     return _SET_STORAGE(_CPU_KS, t, new.untyped_storage(), offset, size, stride)
 
 
+def host_storage(t: torch.Tensor) -> torch.UntypedStorage:
+    """CPU ``UntypedStorage`` aliasing the whole device storage of npu tensor ``t`` (any dtype,
+    quantized included: the storage is bytes)."""
+    whole = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, t.device.index), t.untyped_storage())
+    return _retag(whole, KDL_CPU, 0).untyped_storage()
+
+
 def shared_host_aliases(ts) -> list:
     """CPU aliases of npu tensors ``ts`` (all views of one device storage) on *one* host storage,
     so torch's CPU overlap checks (``assert_no_overlap``, TensorIterator's partial-overlap check)
     see that they alias: separate retags would each get a storage of their own. Lazy conj/neg
     bits are kept."""
-    first = ts[0]
-    whole = _SET_WHOLE(_CPU_KS, allocate((0,), None, torch.uint8, first.device.index), first.untyped_storage())
-    storage = _retag(whole, KDL_CPU, 0).untyped_storage()
+    storage = host_storage(ts[0])
     return [_lazy_bits(t, torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride()))
             for t in ts]
 

@@ -387,11 +387,6 @@ _dispatch.register_special(TABLE)
 #: allocation path costs about one small op; torch_npu registers both natively)
 DIRECT_ALLOCATION = {"empty.memory_format": _empty, "empty_strided": _empty_strided}
 
-#: the factories quantized npu tensors would be made by (``q.to("npu")``, ``_empty_affine_quantized(device=
-#: "npu")``): registered on QuantizedPrivateUse1 as the simulator's clear refusal (``_memory.refuse_quantized``)
-QUANTIZED_FACTORIES = ("empty_quantized", "_empty_affine_quantized", "_empty_per_channel_affine_quantized",
-                       "empty.memory_format", "empty_strided")
-
 #: ops whose composite kernels would shadow the backend fallback: registered directly on PrivateUse1.
 DIRECT = ("copy_", "_has_compatible_shallow_copy_type", "convolution_overrideable", "convolution_backward_overrideable",
           "_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell",

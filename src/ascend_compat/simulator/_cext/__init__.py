@@ -28,6 +28,10 @@ What it is
     for. It only tracks the current device and the current stream per thread, gives
     streams unique ids and events host timestamps; allocation, kernels and memory
     stay in the simulator's Python code, so every device index is honoured there.
+    With the hooks it registers a PrivateUse1 allocator that serves zero-byte
+    requests only (torch's quantized factories ask it for a quantized npu tensor's
+    storage, which the simulator then replaces by accounted memory: ``_quantized``)
+    and refuses any other size with a clear error.
     It includes only c10 and pybind11 headers, which keeps the one-time build to
     about 7-25 s on two cores; later loads import the cached library directly
     (no compiler, no ninja needed). The cache lives in the user's torch extension

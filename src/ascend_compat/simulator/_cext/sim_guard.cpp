@@ -5,8 +5,8 @@
 // device, and the autograd engine sizes its per-device ready queues from the
 // registered guards' deviceCount() the first time backward() touches a device
 // tensor. backward() through tensors on npu:1 therefore needs a guard that reports
-// N devices. This file is that guard and nothing else: allocation, kernels and
-// memory stay in the simulator's Python code.
+// N devices. This file is that guard (plus the hooks and the zero-byte allocator below):
+// allocation, kernels and memory stay in the simulator's Python code.
 //
 // What it tracks, per thread as on real accelerators: the current device index and
 // the current stream of each device. Streams are ids only (execution is
@@ -22,6 +22,12 @@
 // Tensor.is_pinned(); torch's Python hooks (torch._C._acc.PrivateUse1Hooks) cannot
 // provide either. torch_npu answers both from its CachingHostAllocator; here pinned
 // blocks are ordinary host memory whose ranges are recorded.
+//
+// The device allocator (registered with the hooks) serves zero-byte requests only: torch's
+// quantized factories (at::new_qtensor) ask c10::GetAllocator(PrivateUse1) for the storage
+// of every quantized npu tensor, and the simulator's Python side creates such a tensor with
+// zero bytes, then points it at device memory it allocated and accounted itself. Any other
+// request is refused with a clear error (device memory is allocated in Python).
 
 #include <pybind11/pybind11.h>
 #if __has_include(<torch/headeronly/version.h>)
@@ -313,6 +319,27 @@ struct SimNpuHooks final : public at::PrivateUse1HooksInterface {
 
 SimNpuHooks* g_hooks = nullptr;
 
+void no_delete(void* /*ptr*/) {}
+
+struct SimDeviceAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(std::size_t n) override {
+    TORCH_CHECK(n == 0, "the simulated NPU allocates device memory in Python; this C++ allocation of ", n,
+                " bytes on the npu device is not simulated");
+    const Device current = c10::impl::getDeviceGuardImpl(DeviceType::PrivateUse1)->getDevice();
+    return {nullptr, nullptr, &no_delete, current};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &no_delete;
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+};
+
+SimDeviceAllocator* g_device_allocator = nullptr;
+
 // Registers the hooks once; returns false when other PrivateUse1 hooks are already
 // registered (torch accepts one registration per process).
 bool register_hooks() {
@@ -325,6 +352,10 @@ bool register_hooks() {
   }
   g_hooks = new SimNpuHooks();  // leaked on purpose: torch keeps the pointer
   at::RegisterPrivateUse1HooksInterface(g_hooks);
+  if (c10::GetAllocator(DeviceType::PrivateUse1) == nullptr) {
+    g_device_allocator = new SimDeviceAllocator();  // leaked on purpose: c10 keeps the pointer
+    c10::SetAllocator(DeviceType::PrivateUse1, g_device_allocator);
+  }
   return true;
 }
 
@@ -352,6 +383,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_device", &set_device, py::arg("index"));
   m.def("register_hooks", &register_hooks);
   m.def("hooks_active", []() { return g_hooks != nullptr; });
+  m.def("device_allocator_active",
+        []() { return g_device_allocator != nullptr && c10::GetAllocator(DeviceType::PrivateUse1) == g_device_allocator; });
   m.def("pinned_blocks", []() { return static_cast<int64_t>(g_pinned_blocks.load()); });
   m.def("hf32_round_into", &hf32_round_into, py::arg("src"), py::arg("dst"), py::arg("n"),
         py::call_guard<py::gil_scoped_release>());
