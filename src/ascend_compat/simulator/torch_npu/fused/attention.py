@@ -30,6 +30,7 @@ inputs (the kernels accumulate in float32) and the result is cast back.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
@@ -533,6 +534,24 @@ def _varlen(query, key, value, head_num, atten_mask, pse, scale, keep_prob, pre,
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
 
+_AUTOGRAD_KEYS = (torch._C.DispatchKey.AutogradFunctionality, torch._C.DispatchKey.ADInplaceOrView,
+                  torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor)
+
+
+@contextlib.contextmanager
+def _autograd_dispatch():
+    """Let autograd record again inside a kernel reached below the autograd keys (the grad op has no
+    autograd kernel of its own, so torch's fallback and DTensor call it with those keys excluded)."""
+    was = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _AUTOGRAD_KEYS]
+    for k in _AUTOGRAD_KEYS:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
+    try:
+        yield
+    finally:
+        for k, excluded in zip(_AUTOGRAD_KEYS, was):
+            torch._C._dispatch_tls_set_dispatch_key_excluded(k, excluded)
+
+
 def npu_fusion_attention_grad(
     query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
     softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, scale_value=1.0, keep_prob=1.0,
@@ -546,7 +565,7 @@ def npu_fusion_attention_grad(
     ``softmax_max``/``softmax_sum``/``attention_in`` are accepted and not needed. ``dpse`` is None
     without ``pse``; ``dsink`` is an empty tensor without ``sink``.
     """
-    with torch.enable_grad():
+    with torch.enable_grad(), _autograd_dispatch():
         leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
         pse_l = pse.detach().requires_grad_(True) if pse is not None else None
         sink_l = sink.detach().requires_grad_(True) if sink is not None else None
