@@ -107,8 +107,8 @@ def path(query, key, value, attn_mask=None) -> str:
 
 def _fusion(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if is_causal:
-        check(attn_mask is None,
-              "The attn_mask should be none when is_causal is true, but got 1-value")
+        if attn_mask is not None:  # a bare TORCH_CHECK in op-plugin: no error-code suffix
+            raise RuntimeError("The attn_mask should be none when is_causal is true, but got 1-value")
         mask = torch.ones(_MASK_SIZE, _MASK_SIZE, dtype=torch.bool, device=query.device).triu(1)
     else:
         mask = None if attn_mask is None else torch.logical_not(attn_mask)
