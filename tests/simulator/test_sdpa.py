@@ -172,3 +172,17 @@ def test_older_soc_takes_math_and_dtensor_rules_wait_for_dtensor():
     assert "branch math" in out
     assert "dtensor loaded at install False" in out
     assert "handled ['npu.npu_fusion_attention.default', 'npu.npu_fusion_attention_grad.default']" in out
+
+
+def test_dropout_with_a_64_bit_seed():
+    """torch.seed() may leave a seed above 2**63; the op still returns it as a schema int (int64)."""
+    q, k, v = (t.to("npu") for t in _qkv((1, 2, 4, 8)))
+    saved = torch.npu.get_rng_state()
+    try:
+        torch.npu.manual_seed(2**64 - 5)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+        assert out.shape == q.shape
+        res = torch.ops.npu.npu_fusion_attention(q, k, v, 2, "BNSD", keep_prob=0.5)
+        assert res[4] == -5
+    finally:
+        torch.npu.set_rng_state(saved)

@@ -176,7 +176,8 @@ def _seed_offset(device: torch.device) -> tuple[int, int]:
     seed_fn = getattr(module, "initial_seed", None) if device.type != "cpu" else None
     seed = int(seed_fn()) if callable(seed_fn) else int(torch.initial_seed())
     offset = int(torch.randint(0, 2**62, (1,), device=device).item())
-    return seed, offset
+    # the op returns the generator's uint64 seed as a schema ``int`` (int64), as torch_npu's C++ cast does
+    return (seed - 2**64 if seed >= 2**63 else seed), offset
 
 
 def keep_mask(numels: int, keep_prob: float, seed: int, offset: int, device) -> torch.Tensor:
