@@ -131,6 +131,9 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
         lib.impl(getattr(getattr(torch.ops.aten, name), overload or "default"), functools.partial(fn, None),
                  "PrivateUse1")
         count += 1
+    if "normal_" in native:  # randn's second step (torch_npu registers normal_ natively)
+        lib.impl(torch.ops.aten.normal_.default, _dispatch.normal_kernel, "PrivateUse1")
+        count += 1
     for qualname in _special_ops.QUANTIZED_FACTORIES:
         name, _, overload = qualname.partition(".")
         lib.impl(getattr(getattr(torch.ops.aten, name), overload or "default"), _memory.refuse_quantized,
