@@ -20,10 +20,12 @@ def register() -> None:
         return
     from torch.distributed.tensor import DTensor
 
+    from ascend_compat.simulator.torch_npu import _op_registry
     from ascend_compat.simulator.torch_npu.distributed.tensor import _attention
 
     handlers = DTensor._op_dispatcher._custom_op_handlers  # mutated in place: C++ holds this dict
     for overload in _attention.HANDLED:
         name, _, variant = overload.partition(".")
-        handlers[getattr(getattr(torch.ops.npu, name), variant)] = _attention.handler
+        if name in _op_registry.op_names():  # the emulated version has the op
+            handlers[getattr(getattr(torch.ops.npu, name), variant)] = _attention.handler
     _done = True
