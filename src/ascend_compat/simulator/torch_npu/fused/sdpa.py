@@ -18,9 +18,10 @@ kernels are op-plugin's ``ScaledDotProductAttentionKernelNpuOpApi.cpp`` and
     bfloat16 or float32; no mask or a bool mask of 2 or 4 dims; q/k/v 4-D; ``Nq <= 2048``,
     ``Nkv <= 2048``, ``Nq % Nkv == 0`` (GQA without ``enable_gqa``); head dim ``<= 512``; SoC
     Ascend910B1 or newer. The mask becomes ``~attn_mask`` (True = masked out); ``is_causal`` becomes
-    the compressed ``triu(ones(2048, 2048), 1)`` mask with ``sparse_mode=2``, ``next_tockens=0``
-    (with an explicit mask too: "The attn_mask should be none when is_causal is true");
-    ``scale`` defaults to ``1/sqrt(D)``; ``keep_prob = 1 - dropout_p``. Output 0 is returned.
+    the compressed ``triu(ones(2048, 2048), 1)`` mask with ``sparse_mode=2``, ``next_tockens=0``, and
+    with an explicit mask raises "The attn_mask should be none when is_causal is true";
+    ``scale`` defaults to ``1/sqrt(D)``; ``keep_prob = 1 - dropout_p``. Output 0 is returned. More
+    than 256 query heads pass this test but fail in ``npu_fusion_attention`` (its documented range).
   - **math** (``aten::_scaled_dot_product_attention_math`` without ``enable_gqa``): everything else
     (a float mask, a 3-D bool mask, 3-D inputs, an older SoC, > 2048 heads, head dim > 512); a bool
     mask is first turned into a float 0/-inf mask of the query dtype.
