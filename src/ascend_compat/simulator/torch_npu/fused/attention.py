@@ -110,6 +110,18 @@ def _build_compressed(rows: int, device) -> torch.Tensor:
     return torch.cat([top, bottom], 0)
 
 
+def _mask_key(mask: torch.Tensor) -> tuple:
+    return (mask.device, mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
+
+
+def causal_compressed_mask(device) -> torch.Tensor:
+    """A new ``triu(ones(2048, 2048), 1)`` bool mask on ``device`` (what torch_npu's SDPA builds per causal
+    call), already known to :func:`check_compressed_mask` for ``sparse_mode=2``: no content check."""
+    mask = _expected_compressed(COMPRESSED_MASK_SIZE, device).clone()
+    _compressed_ok[2] = _mask_key(mask)
+    return mask
+
+
 def check_compressed_mask(mask: torch.Tensor, sparse_mode: int, op: str = _OP) -> None:
     """Require the optimised mask torch_npu needs for ``sparse_mode`` 2/3/4/6/7/8.
 
@@ -130,7 +142,7 @@ def check_compressed_mask(mask: torch.Tensor, sparse_mode: int, op: str = _OP) -
         )
         + ".",
     )
-    key = (mask.device, mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
+    key = _mask_key(mask)
     if _compressed_ok.get(sparse_mode) == key:
         return
     expected = _expected_compressed(rows, mask.device)

@@ -40,13 +40,13 @@ from typing import Optional
 import torch
 
 from ascend_compat.simulator.torch_npu.fused._errors import check
+from ascend_compat.simulator.torch_npu.fused.attention import causal_compressed_mask
 
 __all__ = ["SDP_BACKEND_OVERRIDEABLE", "fused_sdp_choice", "path", "scaled_dot_product_attention", "register"]
 
 SDP_BACKEND_OVERRIDEABLE = 4
 _N_LIMIT = 2048
 _D_LIMIT = 512
-_MASK_SIZE = 2048
 _TOKEN_MAX = 2147483647
 _LEFT_UP_CAUSAL = 2
 _ASCEND910B1 = 220  # torch_npu's SocVersion::Ascend910B1
@@ -110,7 +110,7 @@ def _fusion(query, key, value, attn_mask, dropout_p, is_causal, scale):
     if is_causal:
         if attn_mask is not None:  # a bare TORCH_CHECK in op-plugin: no error-code suffix
             raise RuntimeError("The attn_mask should be none when is_causal is true, but got 1-value")
-        mask = torch.ones(_MASK_SIZE, _MASK_SIZE, dtype=torch.bool, device=query.device).triu(1)
+        mask = causal_compressed_mask(query.device)
     else:
         mask = None if attn_mask is None else torch.logical_not(attn_mask)
     scale = scale if scale is not None else 1.0 / math.sqrt(query.size(-1))
