@@ -35,6 +35,7 @@ import warnings
 
 import torch
 
+from ascend_compat.simulator import _dispatch
 from ascend_compat.simulator.torch_npu.fused._errors import (
     check,
     check_float_dtype,
@@ -576,8 +577,22 @@ def npu_fusion_attention_grad(
 
     Recomputes the forward (with the dropout mask of ``seed``/``offset``) and differentiates it;
     ``softmax_max``/``softmax_sum``/``attention_in`` are accepted and not needed. ``dpse`` is None
-    without ``pse``; ``dsink`` is an empty tensor without ``sink``.
+    without ``pse``; ``dsink`` is an empty tensor without ``sink``. On npu tensors the whole
+    computation runs on their host memory (one trip through the simulator instead of one per op;
+    the recompute draws no random numbers, so nothing depends on the device).
     """
+    kwargs = dict(pse=pse, padding_mask=padding_mask, atten_mask=atten_mask, scale_value=scale_value,
+                  keep_prob=keep_prob, pre_tockens=pre_tockens, next_tockens=next_tockens, seed=seed, offset=offset,
+                  prefix=prefix, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen,
+                  sparse_mode=sparse_mode, softmax_layout=softmax_layout, sink=sink)
+    if query.device.type == "npu":
+        return _dispatch.call_on_host(_grad, (query, key, value, dy, head_num, input_layout), kwargs)
+    return _grad(query, key, value, dy, head_num, input_layout, **kwargs)
+
+
+def _grad(query, key, value, dy, head_num, input_layout, *, pse, padding_mask, atten_mask, scale_value, keep_prob,
+          pre_tockens, next_tockens, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
+          softmax_layout, sink):
     with torch.enable_grad(), _autograd_dispatch():
         leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
         pse_l = pse.detach().requires_grad_(True) if pse is not None else None
