@@ -265,18 +265,35 @@ def _tp_reference():
     out = model(mod.make_input())
     loss = out.square().mean()
     loss.backward()
-    return out.detach(), loss.item(), model.wq.weight.grad
+    masked = model(mod.make_input(), mod.make_mask())
+    return out.detach(), loss.item(), model.wq.weight.grad, masked.detach()
 
 
 def test_tensor_parallel_attention_with_sdpa_two_ranks_match_cpu(guard_built, tmp_path):
     """torchrun --nproc-per-node=2: q/k/v column-parallel, output row-parallel over an npu device mesh
     (DTensor parameters, the FSDP2 + tensor-parallel Llama layout), SDPA on each rank's heads."""
+    reports = torchrun("dist_tp_sdpa.py", tmp_path, "local")
+    _check_tp(reports)
+    assert all(rep["sdpa_placements"] == [] for rep in reports)  # SDPA saw local tensors
+
+
+def test_sdpa_on_dtensors_sharded_on_heads_two_ranks_match_cpu(guard_built, tmp_path):
+    """The same block with q/k/v left as DTensors sharded on the heads: F.scaled_dot_product_attention
+    takes torch_npu's kernel (npu_fusion_attention), whose DTensor rule keeps the head sharding for
+    the output; forward and backward match the CPU."""
+    reports = torchrun("dist_tp_sdpa.py", tmp_path, "dtensor")
+    _check_tp(reports)
+    for rep in reports:
+        assert rep["sdpa_placements"] == [["(Shard(dim=1),)", "(Shard(dim=1),)"]] * 2
+
+
+def _check_tp(reports) -> None:
     import torch
 
-    reports = torchrun("dist_tp_sdpa.py", tmp_path, "local")
-    out, loss, grad = _tp_reference()
+    out, loss, grad, masked = _tp_reference()
     for rep in reports:
         assert rep["out_device"] == f"npu:{rep['rank']}"
         assert torch.allclose(torch.tensor(rep["out"]), out, atol=1e-5)
         assert abs(rep["loss"] - loss) < 1e-5
         assert torch.allclose(torch.tensor(rep["wq_grad"]), grad, atol=1e-5)
+        assert torch.allclose(torch.tensor(rep["masked_out"]), masked, atol=1e-5)

@@ -45,3 +45,20 @@ def test_seed_functions():
     assert _rng.initial_seed(0) == s
     assert _rng.generator(0) is _rng.default_generators()[0]
     assert _rng.generator(0).device == torch.device("npu:0")
+
+
+def test_normal_draws_the_cpu_kernel_stream_of_the_device_generator():
+    """randn = empty + normal_; normal_'s direct kernel runs the CPU kernel on the device generator,
+    so a seed gives the CPU's stream for that seed, and an explicit generator is honoured."""
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::normal_", "PrivateUse1")  # as torch_npu
+    torch.manual_seed(123)
+    a = torch.randn(2, 5, device="npu")
+    cpu = torch.Generator().manual_seed(123)
+    assert torch.equal(a.cpu(), torch.randn(2, 5, generator=cpu))
+    g = torch.Generator(device="npu").manual_seed(5)
+    x = torch.empty(6, device="npu").normal_(2.0, 0.5, generator=g)
+    assert torch.equal(x.cpu(), torch.empty(6).normal_(2.0, 0.5, generator=torch.Generator().manual_seed(5)))
+    base = torch.zeros(4, 4, device="npu")
+    base.t()[1:].normal_()  # a strided view is written in place, through to its base
+    host = base.cpu()
+    assert torch.equal(host[:, 0], torch.zeros(4)) and bool((host[:, 1:] != 0).all())

@@ -150,13 +150,18 @@ def _apply_numerics() -> None:
 
 
 def _install_torch_npu_stand_in() -> None:
-    """Register ``torch.ops.npu`` (torch_npu's custom ops) and make ``import torch_npu`` give the stand-in."""
-    from ascend_compat.simulator import _state
+    """Register ``torch.ops.npu`` (torch_npu's custom ops) and torch_npu's own aten SDPA kernels, and make
+    ``import torch_npu`` give the stand-in."""
+    from ascend_compat.simulator import _fallback, _state
     from ascend_compat.simulator._stand_in import install_stand_in
     from ascend_compat.simulator.torch_npu import _op_registry
+    from ascend_compat.simulator.torch_npu.fused import sdpa
 
     version = _state.config.torch_npu_version if _state.config else None
     _libraries.append(_op_registry.register(version))
+    sdpa_lib = sdpa.register(_fallback.native_set())
+    if sdpa_lib is not None:
+        _libraries.append(sdpa_lib)
     install_stand_in(version)
 
 

@@ -136,6 +136,9 @@ def register(lib: torch.library.Library, native=frozenset()) -> int:
                  "PrivateUse1")
         count += 1
     count += _quantized_ops.register(lib)
+    if "normal_" in native:  # randn's second step (torch_npu registers normal_ natively)
+        lib.impl(torch.ops.aten.normal_.default, _dispatch.normal_kernel, "PrivateUse1")
+        count += 1
     for name in _special_ops.DIRECT:
         packet = getattr(torch.ops.aten, name)
         for overload in packet.overloads():

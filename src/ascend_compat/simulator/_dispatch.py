@@ -592,6 +592,21 @@ def boxed_fallback(op, *args, **kwargs):
     return run(plan, args, kwargs)
 
 
+_NORMAL_ = torch.ops.aten.normal_.default
+
+
+def normal_kernel(self, mean=0.0, std=1.0, *, generator=None):
+    """``normal_``'s PrivateUse1 kernel (``randn`` is ``empty`` + ``normal_``): :func:`_fast_inplace`
+    for its one tensor, without the boxed fallback's plan lookup and argument loops. Same host
+    tensor, same CPU kernel, same generator (the device's unless one is given), so the same stream.
+    When the emulated torch_npu version has no native ``normal_`` it is the boxed fallback."""
+    if "normal_" not in _fallback.native_set():
+        return boxed_fallback(_NORMAL_, self, mean, std, generator=generator)
+    host, index = _host_arg(self, None, False)
+    host.normal_(mean, std, generator=_rng.check_generator(generator, index))
+    return self
+
+
 def direct_kernel(op, mode: str = "plain"):
     """A per-op kernel for ``Library("aten", "IMPL").impl`` (skips the boxed-fallback lookup).
 

@@ -7,6 +7,9 @@
 - answers ``importlib.metadata`` for the distribution ``torch_npu``/``torch-npu`` with the emulated
   version (transformers' ``_is_package_available`` and accelerate's ``find_spec`` check these).
 It does not add ``torch_npu`` to ``sys.modules`` until someone imports it, as with a real install.
+It also installs torch_npu's DTensor rules for its ops (``torch_npu.distributed.tensor``), which
+torch_npu installs at import: at once if ``torch.distributed.tensor`` is loaded, else through an
+:class:`AfterImport` hook right after it is (so ``install()`` does not pay for importing DTensor).
 The simulator core calls this at the end of ``install()``; calling it again is a no-op.
 """
 from __future__ import annotations
@@ -128,6 +131,62 @@ class StandInFinder(importlib.abc.MetaPathFinder):
             yield _StandInDistribution(self.version)
 
 
+class _ThenLoader(importlib.abc.Loader):
+    """Loads a module with its own loader, then runs ``callback`` (other attributes delegate)."""
+
+    def __init__(self, inner, callback):
+        self._inner, self._callback = inner, callback
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._inner.exec_module(module)
+        self._callback()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``callback`` once, right after the module ``name`` has been imported, then leaves sys.meta_path."""
+
+    def __init__(self, name: str, callback):
+        self.name, self._callback, self._busy = name, callback, False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name or self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _ThenLoader(spec.loader, self._done)
+        return spec
+
+    def _done(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        self._callback()
+
+
+def _register_dtensor_rules() -> None:
+    """torch_npu's DTensor rules for its ops: now if DTensor is imported, else right after it is."""
+    import torch
+
+    if not torch.distributed.is_available():
+        return
+    from ascend_compat.simulator.torch_npu.distributed import tensor as dtensor_rules
+
+    if "torch.distributed.tensor" in sys.modules:
+        dtensor_rules.register()
+    elif not any(isinstance(f, AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, AfterImport("torch.distributed.tensor", dtensor_rules.register))
+
+
 _finder: Optional[StandInFinder] = None
 
 
@@ -155,6 +214,7 @@ def install_stand_in(torch_npu_version: Optional[str] = None) -> None:
         sys.meta_path.insert(0, _finder)
     else:
         _finder.version = version
+    _register_dtensor_rules()
     importlib.invalidate_caches()
 
 

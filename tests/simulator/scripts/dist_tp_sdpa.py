@@ -6,10 +6,11 @@ Launched by tests/simulator/test_distributed.py as
 projections column-parallel, output projection row-parallel, as in the FSDP2 + tensor-parallel
 Llama example) is sharded over a 1-D npu device mesh; with ``dtensor`` q/k/v stay DTensors
 (``use_local_output=False``) so SDPA runs on DTensors sharded over the heads, with ``local`` on
-each rank's local heads (torchtitan's layout). The module defines the block for the test's CPU
+each rank's local heads (torchtitan's layout). With DTensors, torch_npu's SDPA kernel calls
+``npu_fusion_attention`` on them, which torch_npu's DTensor rules run on the local heads. The module defines the block for the test's CPU
 reference; the simulator is installed only when run as a script. Every rank builds the full block from seed 0 and
 writes ``OUT_DIR/rank<r>.json`` with the output, the loss, the full gradient of ``wq`` and the
-placements it saw; the test checks them against the unsharded block on the CPU.
+placements of SDPA's query and output it saw, then the block's output with a per-head bool mask; the test checks them against the unsharded block on the CPU.
 """
 import json
 import os
@@ -34,17 +35,23 @@ class Attention(nn.Module):
         self.wo = nn.Linear(DIM, DIM, bias=False)
         self.seen = []
 
-    def forward(self, x):
+    def forward(self, x, mask=None):
         b, s, _ = x.shape
         q, k, v = (w(x).view(b, s, -1, DIM // HEADS).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=mask is None, attn_mask=mask)
         if isinstance(q, DTensor):
-            self.seen.append(str(q.placements))
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            self.seen.append([str(q.placements), str(o.placements)])
         return self.wo(o.transpose(1, 2).reshape(b, s, -1))
 
 
 def make_input():
     return torch.randn(2, 6, DIM, generator=torch.Generator().manual_seed(1))
+
+
+def make_mask():
+    """A per-head bool mask [B, N, S, S] (True = attend), every row keeping its diagonal."""
+    keep = torch.rand(2, HEADS, 6, 6, generator=torch.Generator().manual_seed(2)) > 0.4
+    return keep | torch.eye(6, dtype=torch.bool)
 
 
 if __name__ == "__main__":
@@ -66,13 +73,18 @@ if __name__ == "__main__":
     loss = out.square().mean()
     loss.backward()
     grad = model.wq.weight.grad
+    mask = make_mask()  # a plain bool mask beside the q/k/v of this rank (its heads, for local q/k/v)
+    if local_output:
+        mask = mask.chunk(dist.get_world_size(), dim=1)[dist.get_rank()]
+    masked = model(x, mask.to("npu"))
     report = {
         "rank": dist.get_rank(),
         "out_device": str(out.device),
         "out": out.detach().cpu().tolist(),
         "loss": loss.item(),
         "wq_grad": grad.full_tensor().cpu().tolist() if isinstance(grad, DTensor) else grad.cpu().tolist(),
-        "q_placements": model.seen,
+        "masked_out": masked.detach().cpu().tolist(),
+        "sdpa_placements": model.seen,
     }
     dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{report['rank']}.json"), "w") as fh:

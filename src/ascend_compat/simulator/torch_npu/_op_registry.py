@@ -8,7 +8,9 @@ torch_npu version in a ``torch.library`` ``npu`` namespace with the schema torch
 * ops with a CPU reference (:data:`REFERENCES`, the ``fused`` modules) run it for the ``PrivateUse1``
   key and for ``AutogradPrivateUse1`` (so autograd records the reference's own torch ops: the
   references are differentiable where torch_npu's ops are) and, where the reference is shape-only
-  safe, for ``Meta``;
+  safe, for ``Meta``; ops with an explicit backward formula (``_derivatives.FORMULAS``, from
+  torch_npu's derivatives.yaml) get that through ``torch.library.register_autograd`` instead, and
+  grad ops (``_derivatives.NOT_DIFFERENTIABLE``) no autograd kernel;
 * every other op raises :class:`NotSimulatedError` naming the op when *called*.
 
 Only ``PrivateUse1``/``Meta`` kernels exist, as in torch_npu, so a CPU tensor gets torch's own
@@ -26,6 +28,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional
 
 import torch
 
+from ascend_compat.simulator.torch_npu import _derivatives
 from ascend_compat.simulator.torch_npu import fused as _fused
 from ascend_compat.simulator.torch_npu.fused import _errors
 
@@ -117,10 +120,15 @@ def register(version: Optional[str] = None) -> torch.library.Library:
             keys = ["PrivateUse1"] if has_tensor else ["CompositeExplicitAutograd"]
         else:
             kernel = _kernel(reference, schema)
-            keys = (["PrivateUse1", "AutogradPrivateUse1"] + (["Meta"] if overload in _META_SAFE else [])
+            explicit = overload in _derivatives.FORMULAS or overload in _derivatives.NOT_DIFFERENTIABLE
+            autograd = [] if explicit else ["AutogradPrivateUse1"]
+            keys = (["PrivateUse1"] + autograd + (["Meta"] if overload in _META_SAFE else [])
                     if has_tensor else ["CompositeExplicitAutograd"])
         for key in keys:
             lib.impl(overload, kernel, key)
+        if reference is not None and overload in _derivatives.FORMULAS:
+            setup, backward = _derivatives.FORMULAS[overload]
+            torch.library.register_autograd(f"npu::{overload}", backward, setup_context=setup, lib=lib)
         names.add(overload.split(".")[0])
     _registered = frozenset(names)
     _export_deprecated_torch_names(names)

@@ -30,10 +30,12 @@ inputs (the kernels accumulate in float32) and the result is cast back.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
 
+from ascend_compat.simulator import _dispatch
 from ascend_compat.simulator.torch_npu.fused._errors import (
     check,
     check_float_dtype,
@@ -109,6 +111,18 @@ def _build_compressed(rows: int, device) -> torch.Tensor:
     return torch.cat([top, bottom], 0)
 
 
+def _mask_key(mask: torch.Tensor) -> tuple:
+    return (mask.device, mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
+
+
+def causal_compressed_mask(device) -> torch.Tensor:
+    """A new ``triu(ones(2048, 2048), 1)`` bool mask on ``device`` (what torch_npu's SDPA builds per causal
+    call), already known to :func:`check_compressed_mask` for ``sparse_mode=2``: no content check."""
+    mask = _expected_compressed(COMPRESSED_MASK_SIZE, device).clone()
+    _compressed_ok[2] = _mask_key(mask)
+    return mask
+
+
 def check_compressed_mask(mask: torch.Tensor, sparse_mode: int, op: str = _OP) -> None:
     """Require the optimised mask torch_npu needs for ``sparse_mode`` 2/3/4/6/7/8.
 
@@ -129,7 +143,7 @@ def check_compressed_mask(mask: torch.Tensor, sparse_mode: int, op: str = _OP) -
         )
         + ".",
     )
-    key = (mask.device, mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
+    key = _mask_key(mask)
     if _compressed_ok.get(sparse_mode) == key:
         return
     expected = _expected_compressed(rows, mask.device)
@@ -175,7 +189,8 @@ def _seed_offset(device: torch.device) -> tuple[int, int]:
     seed_fn = getattr(module, "initial_seed", None) if device.type != "cpu" else None
     seed = int(seed_fn()) if callable(seed_fn) else int(torch.initial_seed())
     offset = int(torch.randint(0, 2**62, (1,), device=device).item())
-    return seed, offset
+    # the op returns the generator's uint64 seed as a schema ``int`` (int64), as torch_npu's C++ cast does
+    return (seed - 2**64 if seed >= 2**63 else seed), offset
 
 
 def keep_mask(numels: int, keep_prob: float, seed: int, offset: int, device) -> torch.Tensor:
@@ -533,6 +548,24 @@ def _varlen(query, key, value, head_num, atten_mask, pse, scale, keep_prob, pre,
     return out, smax, ssum, query.new_empty(0), seed, offset, numels
 
 
+_AUTOGRAD_KEYS = (torch._C.DispatchKey.AutogradFunctionality, torch._C.DispatchKey.ADInplaceOrView,
+                  torch._C.DispatchKey.AutogradOther, torch._C.DispatchKey.AutogradNestedTensor)
+
+
+@contextlib.contextmanager
+def _autograd_dispatch():
+    """Let autograd record again inside a kernel reached below the autograd keys (the grad op has no
+    autograd kernel of its own, so torch's fallback and DTensor call it with those keys excluded)."""
+    was = [torch._C._dispatch_tls_is_dispatch_key_excluded(k) for k in _AUTOGRAD_KEYS]
+    for k in _AUTOGRAD_KEYS:
+        torch._C._dispatch_tls_set_dispatch_key_excluded(k, False)
+    try:
+        yield
+    finally:
+        for k, excluded in zip(_AUTOGRAD_KEYS, was):
+            torch._C._dispatch_tls_set_dispatch_key_excluded(k, excluded)
+
+
 def npu_fusion_attention_grad(
     query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
     softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, scale_value=1.0, keep_prob=1.0,
@@ -544,9 +577,23 @@ def npu_fusion_attention_grad(
 
     Recomputes the forward (with the dropout mask of ``seed``/``offset``) and differentiates it;
     ``softmax_max``/``softmax_sum``/``attention_in`` are accepted and not needed. ``dpse`` is None
-    without ``pse``; ``dsink`` is an empty tensor without ``sink``.
+    without ``pse``; ``dsink`` is an empty tensor without ``sink``. On npu tensors the whole
+    computation runs on their host memory (one trip through the simulator instead of one per op;
+    the recompute draws no random numbers, so nothing depends on the device).
     """
-    with torch.enable_grad():
+    kwargs = dict(pse=pse, padding_mask=padding_mask, atten_mask=atten_mask, scale_value=scale_value,
+                  keep_prob=keep_prob, pre_tockens=pre_tockens, next_tockens=next_tockens, seed=seed, offset=offset,
+                  prefix=prefix, actual_seq_qlen=actual_seq_qlen, actual_seq_kvlen=actual_seq_kvlen,
+                  sparse_mode=sparse_mode, softmax_layout=softmax_layout, sink=sink)
+    if query.device.type == "npu":
+        return _dispatch.call_on_host(_grad, (query, key, value, dy, head_num, input_layout), kwargs)
+    return _grad(query, key, value, dy, head_num, input_layout, **kwargs)
+
+
+def _grad(query, key, value, dy, head_num, input_layout, *, pse, padding_mask, atten_mask, scale_value, keep_prob,
+          pre_tockens, next_tockens, seed, offset, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
+          softmax_layout, sink):
+    with torch.enable_grad(), _autograd_dispatch():
         leaves = [t.detach().requires_grad_(True) for t in (query, key, value)]
         pse_l = pse.detach().requires_grad_(True) if pse is not None else None
         sink_l = sink.detach().requires_grad_(True) if sink is not None else None
