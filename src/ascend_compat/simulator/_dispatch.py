@@ -16,6 +16,8 @@ Per call (the per-op facts are computed once into a :class:`Plan` cached on the 
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Optional
 
 import torch
@@ -595,6 +597,11 @@ def boxed_fallback(op, *args, **kwargs):
 _NORMAL_ = torch.ops.aten.normal_.default
 
 
+@functools.lru_cache(maxsize=1)
+def _normal_dtype_check():
+    return _dtype_support.op_check(_NORMAL_)
+
+
 def normal_kernel(self, mean=0.0, std=1.0, *, generator=None):
     """``normal_``'s PrivateUse1 kernel (``randn`` is ``empty`` + ``normal_``): :func:`_fast_inplace`
     for its one tensor, without the boxed fallback's plan lookup and argument loops. Same host
@@ -602,6 +609,9 @@ def normal_kernel(self, mean=0.0, std=1.0, *, generator=None):
     When the emulated torch_npu version has no native ``normal_`` it is the boxed fallback."""
     if "normal_" not in _fallback.native_set():
         return boxed_fallback(_NORMAL_, self, mean, std, generator=generator)
+    dtype_check = _normal_dtype_check()
+    if dtype_check is not None:  # torch_npu's recorded gap (aclnnInplaceNormal: no complex32)
+        dtype_check((self,), {})
     host, index = _host_arg(self, None, False)
     host.normal_(mean, std, generator=_rng.check_generator(generator, index))
     return self
