@@ -190,17 +190,10 @@ def test_errors_worded_like_torch_npu(collectives):
         assert e["non_contiguous"].startswith("RuntimeError: Tensors must be contiguous")
 
 
-def test_ddp_trains_rank_r_on_npu_r_in_sync_and_matches_cpu(guard_built, tmp_path):
+def _cpu_training(steps: int):
+    """The DDP/FSDP scripts' training on the CPU: seed-0 weights, gradients averaged over the ranks' batches."""
     import torch
 
-    steps = 4
-    reports = torchrun("dist_ddp_train.py", tmp_path, str(steps))
-    for r, rep in enumerate(reports):
-        assert rep["device_count"] >= WORLD
-        assert rep["param_devices"] == [f"npu:{r}"] and rep["grad_devices"] == [f"npu:{r}"]
-    assert reports[0]["params"] == reports[1]["params"]  # bit-identical across ranks
-
-    # The same training on CPU: rank 0's initial weights, gradients averaged over both batches.
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
     initial = {k: v.clone() for k, v in model.state_dict().items()}
@@ -215,12 +208,48 @@ def test_ddp_trains_rank_r_on_npu_r_in_sync_and_matches_cpu(guard_built, tmp_pat
         opt.step()
         for r, loss in enumerate(losses):
             ref_losses[r].append(loss.item())
+    return model, initial, ref_losses
+
+
+def test_ddp_trains_rank_r_on_npu_r_in_sync_and_matches_cpu(guard_built, tmp_path):
+    import torch
+
+    steps = 4
+    reports = torchrun("dist_ddp_train.py", tmp_path, str(steps))
+    for r, rep in enumerate(reports):
+        assert rep["device_count"] >= WORLD
+        assert rep["param_devices"] == [f"npu:{r}"] and rep["grad_devices"] == [f"npu:{r}"]
+    assert reports[0]["params"] == reports[1]["params"]  # bit-identical across ranks
+
+    # The same training on CPU: rank 0's initial weights, gradients averaged over both batches.
+    model, initial, ref_losses = _cpu_training(steps)
     for r, rep in enumerate(reports):
         assert rep["losses"] == pytest.approx(ref_losses[r], abs=1e-5)
     for name, value in model.state_dict().items():
         got = torch.tensor(reports[0]["params"][name])
         assert torch.allclose(got, value, atol=1e-5), name
         assert not torch.equal(got, initial[name]), f"{name} did not train"
+
+
+def test_fsdp2_trains_sharded_on_npu_and_matches_cpu(guard_built, tmp_path):
+    """fully_shard frees and regrows unsharded parameters with storage.resize_ (as on torch_npu):
+    training runs, matches the CPU, and the freed memory really is freed."""
+    import torch
+
+    steps = 3
+    reports = torchrun("dist_fsdp2_train.py", tmp_path, str(steps))
+    model, initial, ref_losses = _cpu_training(steps)
+    for r, rep in enumerate(reports):
+        assert rep["shard_devices"] == [f"npu:{r}"]
+        assert rep["losses"] == pytest.approx(ref_losses[r], abs=1e-5)
+        for name, value in model.state_dict().items():
+            got = torch.tensor(rep["params"][name])
+            assert torch.allclose(got, value, atol=1e-5), name
+            assert not torch.equal(got, initial[name]), f"{name} did not train"
+        # unsharded parameters are freed after each use and regrown for the next: after the first
+        # step (which adds gradients and momentum) the device memory stays exactly where it is
+        memory = rep["memory"]
+        assert memory[1] > memory[0] and memory[1:] == [memory[1]] * steps, memory
 
 
 def test_sync_batchnorm_two_ranks_match_cpu_batchnorm_over_both_batches(guard_built, tmp_path):

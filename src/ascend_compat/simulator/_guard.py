@@ -121,6 +121,11 @@ def cxx_guard() -> Optional[object]:
     return _cxx
 
 
+def cxx_hooks() -> Optional[object]:
+    """The C++ module whose backend hooks are registered, or None."""
+    return _cxx_hooks
+
+
 def cxx_hooks_active() -> bool:
     """True when the C++ backend hooks are registered (real pinned host memory)."""
     return _cxx_hooks is not None

@@ -156,9 +156,17 @@ def _patch_autocast_cache():
 
 
 def _patch_storage_resize():
-    # Resizing an npu storage in place needs the backend's C++ ``resizePrivateUse1Bytes`` hook,
-    # which Python hooks cannot provide (torch says "You should register PrivateUse1HooksInterface").
-    # A simulator limit: say so, and what to do instead. Same-size resizes are no-ops, as in torch.
+    # Resizing an npu storage in place needs the backend's C++ ``resizePrivateUse1Bytes`` hook. The
+    # simulator's C++ hooks have it (new memory from the simulator's allocator, so it is accounted):
+    # storage.resize_ then works as on torch_npu (FSDP2 frees and regrows parameters this way).
+    # Without them (no C++ compiler) it is a simulator limit: say so, and what to do instead.
+    # Same-size resizes are no-ops, as in torch.
+    from ascend_compat.simulator import _guard
+
+    hooks = _guard.cxx_hooks()
+    if hooks is not None:
+        hooks.set_resize_callback(_resized_storage_bytes)
+        return
     cls = torch.UntypedStorage
     orig = cls.resize_
 
@@ -171,11 +179,17 @@ def _patch_storage_resize():
                 "by the simulated NPU (a simulator limit: simulated device storage cannot change size in "
                 "place; torch_npu supports it). Resize the tensor instead (tensor.resize_(...), which the "
                 "simulator supports) or allocate a new tensor. Code that frees parameter memory with "
-                "storage.resize_(0) and regrows it (FSDP1, ZeRO-3 style offload) cannot run on the simulator.")
+                "storage.resize_(0) and regrows it (FSDP, ZeRO-3 style offload) cannot run on the simulator until "
+                "it has its C++ part (built once when a C++ compiler and ninja are present).")
         return orig(self, size)
 
     resize_.__doc__ = orig.__doc__
     cls.resize_ = resize_
+
+
+def _resized_storage_bytes(nbytes: int, index: int) -> torch.Tensor:
+    """The new memory of an npu storage being resized (called by the C++ hooks)."""
+    return torch.empty(nbytes, dtype=torch.uint8, device=torch.device("npu", index))
 
 
 # torch_npu has supported DLPack for npu tensors since 2.7 (torch_npu/utils/dlpack.py, patched into

@@ -28,6 +28,11 @@
 // of every quantized npu tensor, and the simulator's Python side creates such a tensor with
 // zero bytes, then points it at device memory it allocated and accounted itself. Any other
 // request is refused with a clear error (device memory is allocated in Python).
+//
+// resizePrivateUse1Bytes (UntypedStorage.resize_ on an npu storage: FSDP2 frees and regrows
+// parameter memory this way) asks a Python callback (set_resize_callback) for a new npu byte
+// tensor of the new size, allocated and accounted like any other, copies the common prefix and
+// points the storage at it; the old memory is released with the storage's old data pointer.
 
 #include <pybind11/pybind11.h>
 #if __has_include(<torch/headeronly/version.h>)
@@ -37,6 +42,9 @@
 #endif
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/Tensor.h>
+#include <c10/core/Storage.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -45,6 +53,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -294,6 +303,37 @@ bool is_pinned_ptr(const void* data) {
   return p < it->first + it->second;
 }
 
+// The Python callable (nbytes, device_index) -> npu uint8 tensor; a strong reference kept for the
+// process's lifetime (never released: c10 may resize during interpreter shutdown).
+PyObject* g_resize_callback = nullptr;
+
+void delete_kept_storage(void* ctx) {
+  delete static_cast<c10::Storage*>(ctx);
+}
+
+void resize_npu_storage(const c10::Storage& storage, size_t newsize) {
+  TORCH_CHECK(g_resize_callback != nullptr,
+              "resizing an npu storage needs the simulator's resize callback (simulator not installed?)");
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  const size_t old = impl->nbytes();
+  at::Tensor fresh;
+  {
+    pybind11::gil_scoped_acquire gil;
+    pybind11::object made = pybind11::reinterpret_borrow<pybind11::object>(g_resize_callback)(
+        static_cast<int64_t>(newsize), static_cast<int>(storage.device().index()));
+    TORCH_CHECK(THPVariable_Check(made.ptr()), "the simulator's resize callback returned no tensor");
+    fresh = THPVariable_Unpack(made.ptr());
+  }
+  void* dst = newsize > 0 ? fresh.data_ptr() : nullptr;
+  if (dst != nullptr && old > 0 && impl->data() != nullptr) {
+    std::memcpy(dst, impl->data(), std::min(old, newsize));
+  }
+  // the fresh tensor's storage owns the memory (and its accounting); the DataPtr keeps it alive
+  auto* keep = new c10::Storage(fresh.storage());
+  impl->set_data_ptr_noswap(c10::DataPtr(dst, keep, &delete_kept_storage, storage.device()));
+  impl->set_nbytes(newsize);
+}
+
 SimPinnedAllocator* the_pinned_allocator() {
   static SimPinnedAllocator* allocator = new SimPinnedAllocator();
   return allocator;
@@ -314,6 +354,9 @@ struct SimNpuHooks final : public at::PrivateUse1HooksInterface {
   }
   c10::Allocator* getPinnedMemoryAllocator() const override {
     return the_pinned_allocator();
+  }
+  void resizePrivateUse1Bytes(const c10::Storage& storage, size_t newsize) const override {
+    resize_npu_storage(storage, newsize);
   }
 };
 
@@ -383,6 +426,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("set_device", &set_device, py::arg("index"));
   m.def("register_hooks", &register_hooks);
   m.def("hooks_active", []() { return g_hooks != nullptr; });
+  m.def("set_resize_callback", [](py::object callback) {
+    PyObject* old = g_resize_callback;
+    g_resize_callback = callback.release().ptr();  // owned from here on
+    Py_XDECREF(old);
+  }, py::arg("callback"));
   m.def("device_allocator_active",
         []() { return g_device_allocator != nullptr && c10::GetAllocator(DeviceType::PrivateUse1) == g_device_allocator; });
   m.def("pinned_blocks", []() { return static_cast<int64_t>(g_pinned_blocks.load()); });
