@@ -7,24 +7,15 @@ upstream gradient, and writes ``OUT_DIR/rank<r>.json`` with its output, input gr
 weight/bias gradients and running statistics; the test compares them with a CPU ``BatchNorm2d``
 over the concatenated batches.
 """
-import json
-import os
 import sys
-from datetime import timedelta
 
-import ascend_compat.simulator as simulator
+from _rank import finish, start
 
-simulator.install_from_env()
+rank, device = start()
 
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
 
 out_dir = sys.argv[1]
-local_rank = int(os.environ["LOCAL_RANK"])
-torch.npu.set_device(local_rank)
-device = torch.device(f"npu:{local_rank}")
-dist.init_process_group("hccl", timeout=timedelta(seconds=60))
-rank = dist.get_rank()
 
 torch.manual_seed(0)
 bn = torch.nn.SyncBatchNorm(3, momentum=0.2)
@@ -47,6 +38,4 @@ report = {
     "running_mean": bn.running_mean.cpu().tolist(),
     "running_var": bn.running_var.cpu().tolist(),
 }
-dist.destroy_process_group()
-with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as fh:
-    json.dump(report, fh)
+finish(out_dir, rank, report)
