@@ -76,19 +76,11 @@ def downcast_message(source: str) -> str:
 
 def param_names(params: str) -> Tuple[str, ...]:
     """C++ parameter list -> names (``const at::Tensor& self, int64_t dim = 0`` -> (self, dim))."""
-    names, depth, cur = [], 0, ""
-    for ch in params + ",":
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
-            words = re.findall(r"\w+", cur.split("=")[0])
-            if words:
-                names.append(words[-1])
-            cur = ""
-        else:
-            cur += ch
+    names = []
+    for part in _split_top(params, "<(", ">)"):
+        words = re.findall(r"\w+", part.split("=")[0])
+        if words:
+            names.append(words[-1])
     return tuple(names)
 
 
@@ -113,12 +105,13 @@ def schema_index(yaml_text: str) -> Dict[str, List[Tuple[str, frozenset]]]:
     return index
 
 
-def _split_top(text: str) -> List[str]:
+def _split_top(text: str, opening: str = "[(", closing: str = "])") -> List[str]:
+    """``text`` split at the commas outside any bracket of ``opening``/``closing``."""
     parts, depth, cur = [], 0, ""
     for ch in text + ",":
-        if ch in "[(":
+        if ch in opening:
             depth += 1
-        elif ch in "])":
+        elif ch in closing:
             depth -= 1
         if ch == "," and depth == 0:
             parts.append(cur)
