@@ -6,9 +6,10 @@ reach it through a composite that loops per tensor. Registering the generic kern
 those overloads makes each one trip. ``CompositeExplicitAutograd`` ops that the emulated torch_npu
 implements natively also get one, as torch_npu's kernel shadows the composite; so do the
 ``CompositeImplicitAutograd`` ops it implements natively with a recorded dtype gap (``isclose``:
-``_dtype_support.shadows_composite``), so the gap is seen rather than decomposed away. The special ops whose composite kernels would shadow the
-fallback (docs/simulator_pitfalls.md, pitfall 2) are registered here too. View ops the emulated torch_npu implements natively
-get their CPU kernel redispatched on the device tensors, as a C-level callable (no Python frame).
+``_dtype_support.shadows_composite``), so the gap is seen rather than decomposed away. The special
+ops whose composite kernels would shadow the fallback (docs/simulator_pitfalls.md, pitfall 2) are
+registered here too. View ops the emulated torch_npu implements natively get their CPU kernel
+redispatched on the device tensors, as a C-level callable (no Python frame).
 
 Dispatch modes: torch's Python kernel holder re-enters Python through a per-op registration table
 whenever a ``TorchDispatchMode`` is on the stack while a backend kernel runs (nested modes, or C++

@@ -4,7 +4,8 @@ What torch_npu 2.14 does (its ``ToKernelNpu.cpp`` and the shipped ``libtorch_npu
 
 * float64 and complex128 tensors exist on the device: factories with ``dtype=torch.float64``,
   ``cpu_double.to("npu")`` and ``x.to("npu", torch.float64)`` give float64 npu tensors, and the
-  aclnn kernels that list DT_DOUBLE compute in float64.
+  aclnn kernels that list DT_DOUBLE compute in float64; the ops torch_npu records refusing float64
+  raise its errors (``_dtype_support``, with its other recorded dtype gaps).
 * ``_to_copy`` of an npu tensor asked for float64 by *dtype alone* (no device, no layout:
   ``x.double()``, ``x.to(torch.float64)``, ``x.type(torch.float64)``) from another dtype returns
   **float32** and prints once ``Device do not support double dtype now, dtype cast replace with
