@@ -3,23 +3,12 @@ on the stack (``torch.tensor(data, device=...)``, nested modes) must reach the s
 from __future__ import annotations
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-
-class _PassThrough(TorchDispatchMode):
-    """The plainest mode: records and runs every op."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
+from _recording_mode import RecordingMode
 
 
 def test_torch_tensor_on_npu_under_a_dispatch_mode():
-    with _PassThrough():
+    with RecordingMode():
         t = torch.tensor([[1.0, 2.0], [3.0, 4.0]], device="npu")
         n = torch.as_tensor([5, 6], device="npu")
     assert t.device.type == "npu" and t.tolist() == [[1.0, 2.0], [3.0, 4.0]]
@@ -28,7 +17,7 @@ def test_torch_tensor_on_npu_under_a_dispatch_mode():
 
 def test_nested_modes_run_fallback_and_native_ops():
     x = torch.linspace(-1, 1, 9, device="npu")
-    outer, inner = _PassThrough(), _PassThrough()
+    outer, inner = RecordingMode(), RecordingMode()
     with outer, inner:
         h = torch.histc(x, bins=4)
         nz = torch.nonzero(x > 0)
@@ -46,7 +35,7 @@ def test_training_step_under_a_mode():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)).npu()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    mode = _PassThrough()
+    mode = RecordingMode()
     with mode:
         x = torch.tensor([[0.1, 0.2, 0.3, 0.4]] * 3, device="npu")
         loss = model(x).pow(2).mean()

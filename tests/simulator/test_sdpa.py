@@ -9,19 +9,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from _recording_mode import RecordingMode
 from _subproc import check, run_python
-
-
-class _Ops(TorchDispatchMode):
-    """Records the names of the ops reaching the device (below autograd)."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.seen.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 def _qkv(q_shape, kv_shape=None, dtype=torch.float32, seed=0):
@@ -32,9 +21,9 @@ def _qkv(q_shape, kv_shape=None, dtype=torch.float32, seed=0):
 
 def _branch(q, k, v, **kw):
     """Run SDPA on npu copies and say which branch ran: ``fusion`` when npu_fusion_attention did."""
-    with _Ops() as ops:
+    with RecordingMode() as ops:
         F.scaled_dot_product_attention(*(t.to("npu") for t in (q, k, v)), **kw)
-    return "fusion" if "npu.npu_fusion_attention.default" in ops.seen else "math"
+    return "fusion" if "npu.npu_fusion_attention.default" in ops.ops else "math"
 
 
 def _mask(shape, dtype=torch.bool, seed=1):
@@ -115,10 +104,10 @@ def test_forward_and_backward_match_the_cpu(case):
 def test_backward_runs_the_grad_op_once():
     q, k, v = (t.to("npu").requires_grad_() for t in _qkv((2, 4, 6, 8)))
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    with _Ops() as ops:
+    with RecordingMode() as ops:
         out.sum().backward()
-    assert ops.seen.count("npu.npu_fusion_attention_grad.default") == 1
-    assert not any(name.startswith("aten.bmm") or name.startswith("aten.matmul") for name in ops.seen)
+    assert ops.ops.count("npu.npu_fusion_attention_grad.default") == 1
+    assert not any(name.startswith("aten.bmm") or name.startswith("aten.matmul") for name in ops.ops)
     assert all(t.grad is not None and t.grad.shape == t.shape for t in (q, k, v))
 
 
