@@ -197,3 +197,39 @@ def test_hook_exception_propagates_from_device_threads():
             print("caught", exc)
     """))
     assert "caught 'from the device thread'" in out
+
+
+def test_one_device_uses_the_cxx_guard_when_its_library_loads():
+    from ascend_compat.simulator import _cext, _guard
+
+    if _cext.hooks_unavailable_reason() is not None:
+        pytest.skip(f"the simulator's C++ part is not loaded here: {_cext.hooks_unavailable_reason()}")
+    assert _guard.cxx_guard_active() and _guard.device_count() == 1
+
+
+def test_without_the_cxx_guard_hook_exceptions_still_propagate(tmp_path):
+    # no compiler and an empty extension cache: torch's Python guard, so the hook wrappers apply
+    out = check(run_python("""
+        import torch
+        from ascend_compat import simulator
+        from ascend_compat.simulator import _guard
+        simulator.install()
+        print("python guard", not _guard.cxx_guard_active())
+        def failing(*args):
+            raise ValueError("hook saw a NaN")
+        w = torch.randn(3, device="npu", requires_grad=True)
+        w.register_hook(failing)
+        lin = torch.nn.Linear(3, 2).npu()
+        lin.register_full_backward_hook(failing)
+        for name, run in (("tensor", lambda: (w * 2).sum().backward()),
+                          ("module", lambda: lin(torch.randn(4, 3, device="npu", requires_grad=True)).sum().backward())):
+            try:
+                run()
+            except ValueError as exc:
+                print(name, "caught", exc)
+        y = torch.randn(3, device="npu", requires_grad=True)
+        (y * 2).sum().backward()
+        print("after", y.grad.tolist())
+    """, env={"TORCH_EXTENSIONS_DIR": str(tmp_path), "CXX": "no-such-compiler"}))
+    assert out.splitlines()[-4:] == ["python guard True", "tensor caught hook saw a NaN",
+                                     "module caught hook saw a NaN", "after [2.0, 2.0, 2.0]"], out

@@ -169,7 +169,9 @@ def test_streams_are_real_torch_streams_and_record_stream_works():
     assert isinstance(torch.npu.SyncLaunchStream(), torch.npu.Stream)
     plain = torch.Stream(device="npu")  # torch's own class works on the simulated device too
     x.record_stream(plain)
-    assert plain == torch.npu.default_stream() and hash(plain) == hash(torch.npu.default_stream())
+    # a new stream, as torch_npu's device guard hands out a pool stream for torch.Stream(device=...)
+    assert plain.device == torch.device("npu:0") and plain.query() is True
+    assert plain != torch.npu.default_stream() and plain != torch.Stream(device="npu")
     assert repr(s).startswith("<torch_npu.npu.Stream device=npu:0 npu_stream=0x")
 
 

@@ -15,11 +15,11 @@ What differs: backward hooks run on the calling thread, so ``threading.current_t
 ``threading.local`` values inside them are the caller's. ``"device"`` keeps torch's device
 threads, as torch_npu has them, for code whose backward hooks depend on the thread they run on.
 
-**Hook exceptions.** With one device the simulator uses torch's Python device guard
+**Hook exceptions.** When its C++ guard cannot be had, the simulator uses torch's Python device guard
 (``torch._C._acc``). When a Python backward hook raises, torch unwinds the engine with the
 Python error still pending, and the stream guard's ``noexcept`` destructor calls that guard, which
 calls into Python and fails: the process aborts ("terminate called without an active exception",
-torch 2.13 and 2.14.1). Real torch_npu, and the simulator's C++ guard for several devices, raise
+torch 2.13 and 2.14.1). Real torch_npu, and the simulator's C++ guard, raise
 the hook's exception instead. So while the Python guard is in use, hooks registered through
 ``Tensor.register_hook``, ``Tensor.register_post_accumulate_grad_hook`` and on custom-Function
 nodes (module full backward hooks and pre-hooks use those) are wrapped: an exception is kept,

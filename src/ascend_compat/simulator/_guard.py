@@ -10,12 +10,13 @@ says which.
 
 Two implementations, chosen once at install:
 
-* the Python guard (``torch._C._acc.DeviceGuard`` subclass). torch's Python guard interface only
-  lets us report the device *type*; C++ then believes there is exactly one device. Good for
-  ``devices == 1``; the current device is tracked per thread here.
-* the optional C++ guard from :mod:`ascend_compat.simulator._cext` (``load_guard(num_devices)``),
-  used when ``devices > 1`` and it can be built. It tells C++ (autograd engine, DeviceGuard) the real
-  device count and current device, so backward on ``npu:1`` works.
+* the C++ guard from :mod:`ascend_compat.simulator._cext` (``load_guard(num_devices)``), used
+  whenever it can be had (its library is loaded at every install, for the backend hooks). It tells
+  C++ (autograd engine, DeviceGuard) the real device count and current device, so backward on
+  ``npu:1`` works, and answers guard queries without calling into Python.
+* the Python guard (``torch._C._acc.DeviceGuard`` subclass), only when the C++ one cannot be had.
+  torch's Python guard interface only lets us report the device *type*; C++ then believes there
+  is exactly one device. Good for ``devices == 1``; the current device is tracked per thread here.
 
 The requested device count is honoured only when it works: when the C++ guard cannot be had (no C++
 compiler, no ninja for the first build, a failed build), the simulator offers **one** device and
@@ -72,9 +73,11 @@ def choose(num_devices: int):
 
     _device_count = num_devices
     _cxx_hooks = _cext.load_hooks()
-    if num_devices > 1:
+    # the C++ guard whenever its library loads, one device included: torch's Python guard costs
+    # a Python call per guard query (about 7 % of a small MLP step, bench_simulator.py)
+    if num_devices > 1 or _cxx_hooks is not None:
         _cxx = _cext.load_guard(num_devices)
-        if _cxx is None:
+        if _cxx is None and num_devices > 1:
             # Without the C++ guard, autograd on npu:1.. hits an INTERNAL ASSERT; offer one
             # device instead so scripts fail early and clearly (module docstring).
             _device_count = 1

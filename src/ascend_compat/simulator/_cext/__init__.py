@@ -24,8 +24,7 @@ Why a C++ guard at all
 
 What it is
     One small C++ file (``sim_guard.cpp``, our own code) built with
-    ``torch.utils.cpp_extension.load`` the first time more than one device is asked
-    for. It only tracks the current device and the current stream per thread, gives
+    ``torch.utils.cpp_extension.load`` at the first install (once per torch build). It only tracks the current device and the current stream per thread, gives
     streams unique ids and events host timestamps; allocation, kernels and memory
     stay in the simulator's Python code, so every device index is honoured there.
     With the hooks it registers a PrivateUse1 allocator that serves zero-byte
