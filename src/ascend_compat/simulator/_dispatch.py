@@ -336,8 +336,28 @@ def _call_with_kwargs(plan: Plan, cargs: list, kwargs: dict, index):
     return plan.call(*cargs, **kwargs), index
 
 
+def use_native(module) -> None:
+    """Convert arguments and retag through the simulator's C++ part (``module``, loaded by
+    ``_cext``): the same steps as :func:`_host_arg`, without Python bytecode; any argument those
+    give up on goes through the Python path, which stays the reference."""
+    global _host_args, _retag
+    _host_args = module.host_args
+    _retag = module.retag
+
+
+_host_args = None  # the C++ part's host_args once use_native() ran
+_hosts = _memory._hosts
+_GIVE_UP = object()
+_NO_POSITIONS = frozenset()
+
+
 def _fast(plan: Plan, args: tuple, kwargs: dict):
     """The generic path for ``plan.simple`` ops (elementwise, matmul, reductions...)."""
+    if _host_args is not None:
+        converted = _host_args(args, plan.tensor_pos, plan.written_pos, _hosts)
+        if converted is not None:
+            res, index = _call_with_kwargs(plan, converted[0], kwargs, converted[1])
+            return _adopt(res, index) if res.is_cpu else res
     index = None
     cargs = list(args)
     tpos = plan.tensor_pos
@@ -357,6 +377,13 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     """The generic path for ``plan.inplace`` ops on an npu ``self``; None (nothing done) when
     another npu argument shares ``self``'s storage: :func:`run`'s general path then lets the CPU
     kernel see the aliasing."""
+    if _host_args is not None and not kwargs and plan.gen_pos is None and plan.gen_kw is None:
+        converted = _host_args(args, plan.tensor_pos, _SELF if plan.may_resize else _NO_POSITIONS, _hosts)
+        if converted is not None:
+            if len(args) > 1 and _aliases_self(self, args):
+                return None
+            plan.call(*converted[0])
+            return self
     cargs = list(args)
     # the allocation's own host tensor unless the kernel may resize self (resize_as_)
     cargs[0], index = _host_arg(self, None, plan.may_resize)
@@ -397,11 +424,27 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     return self
 
 
+_SELF = frozenset({0})
+
+
+def _aliases_self(self, args: tuple) -> bool:
+    """Whether an npu argument after ``self`` shares ``self``'s storage."""
+    ptr = self.untyped_storage().data_ptr()
+    for a in args[1:]:
+        if isinstance(a, _Tensor) and not a.is_cpu and a.untyped_storage().data_ptr() == ptr:
+            return True
+    return False
+
+
 def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
     """The generic path for ``plan.lists`` ops (the ``_foreach_*`` family).
 
     In-place forms never resize their arguments, so written lists get the allocations' own host
     tensors too (``write=False``)."""
+    if _host_args is not None:
+        res = _fast_lists_native(plan, args, kwargs)
+        if res is not _GIVE_UP:
+            return res
     index = None
     cargs = list(args)
     tpos = plan.tensor_pos
@@ -418,6 +461,27 @@ def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
             cargs[i], index = _host_arg(a, index, False)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)
+    res, index = _call_with_kwargs(plan, cargs, kwargs, index)
+    return None if res is None else _new_out(res, index)
+
+
+def _fast_lists_native(plan: Plan, args: tuple, kwargs: dict):
+    """:func:`_fast_lists` through the C++ part; ``_GIVE_UP`` when an argument needs the Python path."""
+    converted = _host_args(args, plan.tensor_pos, _NO_POSITIONS, _hosts)
+    if converted is None:
+        return _GIVE_UP
+    cargs, index = converted
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], _Tensor):
+            hosts = _host_args(a, _NO_POSITIONS, _NO_POSITIONS, _hosts)
+            if hosts is None:
+                return _GIVE_UP
+            if hosts[1] is not None:
+                if index is None:
+                    index = hosts[1]
+                elif hosts[1] != index:
+                    return _GIVE_UP
+            cargs[i] = hosts[0]
     res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     return None if res is None else _new_out(res, index)
 
@@ -612,7 +676,11 @@ def normal_kernel(self, mean=0.0, std=1.0, *, generator=None):
     dtype_check = _normal_dtype_check()
     if dtype_check is not None:  # torch_npu's recorded gap (aclnnInplaceNormal: no complex32)
         dtype_check((self,), {})
-    host, index = _host_arg(self, None, False)
+    converted = _host_args((self,), _NO_POSITIONS, _NO_POSITIONS, _hosts) if _host_args is not None else None
+    if converted is not None:
+        (host,), index = converted
+    else:
+        host, index = _host_arg(self, None, False)
     host.normal_(mean, std, generator=_rng.check_generator(generator, index))
     return self
 

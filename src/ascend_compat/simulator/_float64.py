@@ -28,7 +28,7 @@ from typing import Optional
 
 import torch
 
-from ascend_compat.simulator import _memory
+from ascend_compat.simulator import _memory, _state
 
 MODES = ("torch_npu", "warn", "strict", "allow")
 DEFAULT_MODE = "torch_npu"
@@ -116,13 +116,12 @@ def to_copy(self, **kwargs):
     if (kwargs.get("pin_memory") or self.is_quantized
             or kwargs.get("layout") not in (None, torch.strided) or self.layout is not torch.strided):
         return _redispatch_to_copy(_CPU_KS, self, **kwargs)
-    from ascend_compat.simulator import _state
-
     target = device.type if device is not None else "npu"
     if target not in ("cpu", "npu"):
         return _redispatch_to_copy(_CPU_KS, self, **kwargs)
     fmt = kwargs.get("memory_format") or torch.preserve_format
-    out = _memory.host_for(self, False).to(dtype=dtype or self.dtype, memory_format=fmt, copy=True)
+    source = self if self.is_cpu else _memory.host_for(self, False)  # x.to("npu") of a host tensor
+    out = source.to(dtype=dtype or self.dtype, memory_format=fmt, copy=True)
     if target == "cpu":
         # torch_npu's _to_copy gives a non-blocking npu->cpu copy a pinned output (ToKernelNpu.cpp)
         return out.pin_memory() if kwargs.get("non_blocking") else out

@@ -94,6 +94,12 @@ def one_device_message(requested: int, reason: Optional[str]) -> str:
             "then start a new process. Until then npu:1 and above raise 'Invalid device ID'.")
 
 
+def native_module() -> Optional[object]:
+    """The loaded C++ part whose backend hooks are registered (it also converts kernel
+    arguments: ``_dispatch.use_native``), or None."""
+    return _cxx_hooks
+
+
 def cxx_guard_active() -> bool:
     """True when the C++ guard is in use (autograd on every device index works)."""
     return _cxx is not None

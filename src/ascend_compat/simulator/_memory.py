@@ -118,6 +118,13 @@ def _retag(t: torch.Tensor, device_type: int, index: int) -> torch.Tensor:
     return _from_dlpack(capsule)
 
 
+def use_native(module) -> None:
+    """Retag through the simulator's C++ part (``module``, loaded by ``_cext``): the same DLPack
+    steps as :func:`_retag`, without Python in between."""
+    global _retag
+    _retag = module.retag
+
+
 def host_for_read(t: torch.Tensor) -> torch.Tensor:
     """A CPU alias of npu tensor ``t`` for *reading*: the allocation's own host tensor when ``t``
     covers exactly that memory with the same geometry (no retag), else a fresh retag.

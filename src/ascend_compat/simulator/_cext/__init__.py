@@ -1,4 +1,4 @@
-"""Optional C++ part of the simulated NPU: the multi-device guard and the backend hooks.
+"""Optional C++ part of the simulated NPU: the device guard, the backend hooks, argument conversion.
 
 Contract: :func:`load_hooks` returns the loaded module once its PrivateUse1 backend hooks are
 the ones registered in this process (they give torch a pinned host allocator and
@@ -23,19 +23,24 @@ Why a C++ guard at all
     ready-queue size. Nothing in Python can change that count.
 
 What it is
-    One small C++ file (``sim_guard.cpp``, our own code) built with
-    ``torch.utils.cpp_extension.load`` at the first install (once per torch build). It only tracks the current device and the current stream per thread, gives
+    Two small C++ files (our own code) built into one library with
+    ``torch.utils.cpp_extension.load`` at the first install (once per torch build).
+    ``sim_guard.cpp`` tracks the current device and the current stream per thread, gives
     streams unique ids and events host timestamps; allocation, kernels and memory
     stay in the simulator's Python code, so every device index is honoured there.
     With the hooks it registers a PrivateUse1 allocator that serves zero-byte
     requests only (torch's quantized factories ask it for a quantized npu tensor's
     storage, which the simulator then replaces by accounted memory: ``_quantized``)
-    and refuses any other size with a clear error.
-    It includes only c10 and pybind11 headers, which keeps the one-time build to
-    about 7-25 s on two cores; later loads import the cached library directly
+    and refuses any other size with a clear error. ``sim_fast.cpp`` converts the generic
+    kernel's arguments to host aliases (``host_args``) and retags tensors (``retag``), the
+    steps ``_dispatch``/``_memory`` otherwise run in Python; it gives up on every case the
+    Python path treats specially, which then handles it.
+    ``sim_guard.cpp`` includes only c10 and pybind11 headers, ``sim_fast.cpp`` ATen's DLPack
+    and torch's Python-variable headers; ninja compiles the two in parallel, so the one-time
+    build takes about 15 s on two quiet cores; later loads import the cached library directly
     (no compiler, no ninja needed). The cache lives in the user's torch extension
     cache (``TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``) under a name
-    keyed by torch version, torch build, Python version and the source hash, because
+    keyed by torch version, torch build, Python version and the sources' hashes, because
     a C++ extension is ABI-locked to one torch build.
 
 Exactly one guard is active. torch keeps one guard pointer per device type.
@@ -90,7 +95,7 @@ from ascend_compat._log import get_logger
 
 log = get_logger("simulator")
 
-_SOURCE = Path(__file__).with_name("sim_guard.cpp")
+_SOURCES = (Path(__file__).with_name("sim_guard.cpp"), Path(__file__).with_name("sim_fast.cpp"))
 _MARKER = "ascend_compat_built.txt"
 
 _lock = threading.Lock()
@@ -213,7 +218,7 @@ def extension_name() -> str:
             os.path.dirname(torch.__file__),
             sys.version,
             sysconfig.get_platform(),
-            hashlib.sha256(_SOURCE.read_bytes()).hexdigest(),
+            *(hashlib.sha256(source.read_bytes()).hexdigest() for source in _SOURCES),
         ]
     )
     version = re.sub(r"[^0-9A-Za-z]+", "_", torch.__version__)
@@ -291,15 +296,15 @@ def _import_library(path: Path) -> Any:
 
 def _build(name: str, directory: Path) -> Any:
     log.warning(
-        "simulated NPU: building the multi-device guard and backend hooks once for torch %s "
-        "(C++, about 10-30 s; cached in %s)", _torch_version(), directory,
+        "simulated NPU: building its C++ part (device guard, backend hooks, argument conversion) once "
+        "for torch %s (about 15-40 s; cached in %s)", _torch_version(), directory,
     )
     with _quiet_cpp_extension_import():
         import torch.utils.cpp_extension as cpp_extension
     start = time.perf_counter()
     module = cpp_extension.load(
         name=name,
-        sources=[str(_SOURCE)],
+        sources=[str(source) for source in _SOURCES],
         build_directory=str(directory),
         extra_cflags=["-O2"],
         verbose=False,
@@ -310,7 +315,7 @@ def _build(name: str, directory: Path) -> Any:
     tmp.write_text(library.name + "\n")
     os.replace(tmp, directory / _MARKER)
     _info.update(path=str(library), name=name, built_seconds=seconds)
-    log.info("simulated NPU: built the multi-device guard in %.1f s (%s)", seconds, library)
+    log.info("simulated NPU: built its C++ part in %.1f s (%s)", seconds, library)
     return module
 
 

@@ -417,8 +417,12 @@ void hf32_round_into(uintptr_t src, uintptr_t dst, int64_t n) {
 
 namespace py = pybind11;
 
+void register_fast(py::module_& m);  // sim_fast.cpp: the generic kernel's argument conversion
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard, backend hooks, HF32 rounding";
+  m.doc() = "ascend-compat simulated NPU: multi-device PrivateUse1 device guard, backend hooks, HF32 rounding, "
+            "argument conversion";
+  register_fast(m);
   m.def("register_guard", &register_guard, py::arg("count"));
   m.def("is_active", &is_active);
   m.def("device_count", []() { return static_cast<int>(g_device_count.load()); });
