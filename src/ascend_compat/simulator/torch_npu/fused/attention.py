@@ -112,7 +112,9 @@ def _build_compressed(rows: int, device) -> torch.Tensor:
 
 
 def _mask_key(mask: torch.Tensor) -> tuple:
-    return (mask.device, mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
+    # no device: the backward reference sees the npu mask the forward checked as its host alias
+    # (same memory, a fresh version counter); a mask changed in place is caught by the forward
+    return (mask.data_ptr(), mask._version, tuple(mask.shape), tuple(mask.stride()), mask.dtype)
 
 
 def causal_compressed_mask(device) -> torch.Tensor:
