@@ -27,7 +27,7 @@ import functools
 
 import torch
 
-from ascend_compat.simulator import _dispatch, _dtype_support, _quantized_ops, _special_ops
+from ascend_compat.simulator import _dispatch, _dtype_support, _plan, _quantized_ops, _special_ops
 
 _has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -52,14 +52,14 @@ def _native_composite(op) -> bool:
 
 
 def _native_view(op, key: str, native) -> bool:
-    """True for a view op (``_dispatch.is_view_op``, not a special op) that the emulated torch_npu
+    """True for a view op (``_plan.is_view_op``, not a special op) that the emulated torch_npu
     implements natively.
 
     Such an op only rewrites metadata, so its CPU kernel applied to the device tensors themselves
     is the whole kernel (``_dispatch``'s "view" path); registering that as a C-level callable
     saves the Python frames of the boxed fallback on every ``.t()``, ``.view()``, ``expand``.
     """
-    return key in native and _dispatch.special_kernel(op) is None and _dispatch.is_view_op(op)
+    return key in native and _plan.special_kernel(op) is None and _plan.is_view_op(op)
 
 
 def _overloads(native=frozenset(), fallback_ops: bool = False):

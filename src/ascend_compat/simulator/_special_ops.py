@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_compat.simulator import _dispatch, _memory, _state
+from ascend_compat.simulator import _dispatch, _memory, _plan, _state
 
 aten = torch.ops.aten
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -381,7 +381,7 @@ TABLE = {
     "aten::batch_norm_backward_reduce": _batch_norm_backward_reduce,
     "aten::batch_norm_backward_elemt": _batch_norm_backward_elemt,
 }
-_dispatch.register_special(TABLE)
+_plan.register_special(TABLE)
 
 #: allocation kernels registered on PrivateUse1 as themselves (no plan, no boxed fallback: the
 #: allocation path costs about one small op; torch_npu registers both natively)
