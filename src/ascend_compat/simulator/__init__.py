@@ -114,7 +114,7 @@ def _install(cfg: SimConfig) -> None:
         unsupported_dtype=[torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8])
     torch._register_device_module("npu", module)
     _guard.register(guard)
-    native = _guard.native_module()
+    native = _guard.cxx_hooks()
     if native is not None:
         _memory.use_native(native)
         _dispatch.use_native(native)

@@ -27,7 +27,6 @@ from ascend_compat.simulator._plan import Plan, plan_for
 
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 _Tensor = torch.Tensor
-_retag = _memory._retag
 _adopt = _memory.adopt
 _KDL_CPU = _memory.KDL_CPU
 _NPU = "npu"
@@ -133,7 +132,8 @@ def _new_out(r, index):
 
 
 _host_for = _memory.host_for
-_hosts_get = _memory._hosts.get
+_hosts = _memory._hosts
+_hosts_get = _hosts.get
 
 
 def _host_arg(a, index, write: bool):
@@ -155,7 +155,7 @@ def _host_arg(a, index, write: bool):
     h = ref() if ref is not None else None
     if h is not None and h.dtype == a.dtype and h.shape == a.shape and h.stride() == a.stride():
         return h, index
-    return _retag(a, _KDL_CPU, 0), index
+    return _memory._retag(a, _KDL_CPU, 0), index
 
 
 def _call_with_kwargs(plan: Plan, cargs: list, kwargs: dict, index):
@@ -174,16 +174,14 @@ def _call_with_kwargs(plan: Plan, cargs: list, kwargs: dict, index):
 
 
 def use_native(module) -> None:
-    """Convert arguments and retag through the simulator's C++ part (``module``, loaded by
-    ``_cext``): the same steps as :func:`_host_arg`, without Python bytecode; any argument those
-    give up on goes through the Python path, which stays the reference."""
-    global _host_args, _retag
+    """Convert arguments through the simulator's C++ part (``module``, loaded by ``_cext``): the
+    same steps as :func:`_host_arg`, without Python bytecode; any argument those give up on goes
+    through the Python path, which stays the reference. (``_memory.use_native`` does the retag.)"""
+    global _host_args
     _host_args = module.host_args
-    _retag = module.retag
 
 
 _host_args = None  # the C++ part's host_args once use_native() ran
-_hosts = _memory._hosts
 _GIVE_UP = object()
 _NO_POSITIONS = frozenset()
 
@@ -210,6 +208,18 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
     return res
 
 
+_SELF = frozenset({0})
+
+
+def _aliases_self(self, args: tuple) -> bool:
+    """Whether an npu argument after ``self`` shares ``self``'s storage."""
+    ptr = self.untyped_storage().data_ptr()
+    for a in args[1:]:
+        if isinstance(a, _Tensor) and not a.is_cpu and a.untyped_storage().data_ptr() == ptr:
+            return True
+    return False
+
+
 def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     """The generic path for ``plan.inplace`` ops on an npu ``self``; None (nothing done) when
     another npu argument shares ``self``'s storage: :func:`run`'s general path then lets the CPU
@@ -224,16 +234,12 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     cargs = list(args)
     # the allocation's own host tensor unless the kernel may resize self (resize_as_)
     cargs[0], index = _host_arg(self, None, plan.may_resize)
+    if len(args) > 1 and _aliases_self(self, args):
+        return None
     tpos = plan.tensor_pos
-    ptr = None
     for i in range(1, len(args)):
         a = args[i]
         if isinstance(a, _Tensor):
-            if not a.is_cpu:
-                if ptr is None:
-                    ptr = self.untyped_storage().data_ptr()
-                if a.untyped_storage().data_ptr() == ptr:
-                    return None
             cargs[i], index = _host_arg(a, index, False)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
             cargs[i] = torch.tensor(a)
@@ -259,18 +265,6 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     else:
         plan.call(*cargs)
     return self
-
-
-_SELF = frozenset({0})
-
-
-def _aliases_self(self, args: tuple) -> bool:
-    """Whether an npu argument after ``self`` shares ``self``'s storage."""
-    ptr = self.untyped_storage().data_ptr()
-    for a in args[1:]:
-        if isinstance(a, _Tensor) and not a.is_cpu and a.untyped_storage().data_ptr() == ptr:
-            return True
-    return False
 
 
 def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
@@ -463,7 +457,7 @@ def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
         for d, s in pairs:
             if d.device.type == _NPU:
                 _memory.restride(d, s.shape, s.stride(), d.storage_offset())
-                _retag(d, _KDL_CPU, 0).copy_(s)
+                _memory._retag(d, _KDL_CPU, 0).copy_(s)
             else:
                 d.resize_(s.shape).copy_(s)
     outs = [kwargs[k] for k in plan.out_kws]
@@ -531,7 +525,7 @@ def direct_kernel(op, mode: str = "plain"):
 
     def kernel(*args, **kwargs):
         nonlocal plan
-        if plan is None or plan.epoch != _plan.epoch():
+        if plan is None or plan.epoch != _plan.current_epoch:
             plan = plan_for(op, mode)
         if plan.fast:
             return _fast(plan, args, kwargs)  # one Python frame less on the hot path

@@ -94,12 +94,6 @@ def one_device_message(requested: int, reason: Optional[str]) -> str:
             "then start a new process. Until then npu:1 and above raise 'Invalid device ID'.")
 
 
-def native_module() -> Optional[object]:
-    """The loaded C++ part whose backend hooks are registered (it also converts kernel
-    arguments: ``_dispatch.use_native``), or None."""
-    return _cxx_hooks
-
-
 def cxx_guard_active() -> bool:
     """True when the C++ guard is in use (autograd on every device index works)."""
     return _cxx is not None
@@ -131,7 +125,8 @@ def cxx_guard() -> Optional[object]:
 
 
 def cxx_hooks() -> Optional[object]:
-    """The C++ module whose backend hooks are registered, or None."""
+    """The C++ module whose backend hooks are registered, or None (it also converts kernel
+    arguments: ``_dispatch.use_native``)."""
     return _cxx_hooks
 
 

@@ -22,14 +22,14 @@ _EXTRA_VIEWS = frozenset({"aten::_unsafe_view", "aten::set_", "aten::lift_fresh"
 _plans: dict = {}  # (op, mode) -> Plan, for the current epoch
 #: bumped (and the cache cleared) whenever something a Plan is computed from changes: the
 #: ``SPECIAL`` table (:func:`register_special`) or the native-op table (``_fallback.init``).
-#: Kernels holding a plan re-plan when its epoch is stale.
-_epoch = 0
+#: Kernels holding a plan re-plan when its epoch is stale (read it; only invalidate_plans sets it).
+current_epoch = 0
 
 
 def invalidate_plans() -> None:
     """Forget every plan: the next call of each op plans again from the current state."""
-    global _epoch
-    _epoch += 1
+    global current_epoch
+    current_epoch += 1
     _plans.clear()
 
 
@@ -39,7 +39,7 @@ class Plan:
     A plan is computed from: the op's schema and tags, ``mode`` (how torch_npu reaches the op,
     see ``_fallback.fallback_name``), the ``SPECIAL`` table, the native-op table of the emulated
     torch_npu version (which ops fall back) and the dtype refusal table (static data). It is
-    cached under ``(op, mode)`` for one :data:`_epoch`; everything else that changes what an op
+    cached under ``(op, mode)`` for one :data:`current_epoch`; everything else that changes what an op
     does is read per call (the float64 mode by the ``dtype_check``, ``TORCH_NPU_FALLBACK_CPU_DISABLE``
     by ``_fallback.hit``) or replaces the kernel around the plan (``faults``, ``numerics``).
     """
@@ -53,7 +53,7 @@ class Plan:
     def __init__(self, op, mode: str = "plain"):
         self.op = op
         self.mode = mode
-        self.epoch = _epoch
+        self.epoch = current_epoch
         self.call = op._op
         self.redispatch = op._handle.redispatch_boxed
         schema = op._schema
@@ -172,14 +172,9 @@ def plan_for(op, mode: str = "plain") -> Plan:
     return plan
 
 
-def cached(key):
-    """The cached plan for ``(op, mode)``, or None (the hot path's lookup, without planning)."""
-    return _plans.get(key)
-
-
-def epoch() -> int:
-    """The current plan epoch (a kernel holding an older plan re-plans)."""
-    return _epoch
+#: ``cached((op, mode))``: the cached plan, or None (the hot path's lookup, without planning; the
+#: cache is cleared in place, never replaced, so this bound method stays valid)
+cached = _plans.get
 
 
 _fallback.on_table_change(invalidate_plans)
