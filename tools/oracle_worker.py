@@ -3,7 +3,7 @@
 Started by ``oracle_torch_npu_tests.py`` in a fresh interpreter whose working directory is the test
 file's directory::
 
-    python tools/oracle_worker.py TEST_FILE RESULTS_JSON [PYTEST_ARGS...]
+    python tools/oracle_worker.py [--device=privateuse1|cpu] TEST_FILE RESULTS_JSON [PYTEST_ARGS...]
 
 Order matters: the simulator is installed and a ``torch_npu.testing`` module is provided *before*
 pytest imports the test file, so ``torch.testing._internal.common_device_type`` sees the ``npu``
@@ -11,6 +11,8 @@ PrivateUse1 backend when the file instantiates its device-type tests. The provid
 ``torch_npu.testing`` does what torch_npu's does for device-generic tests (target PrivateUse1 only,
 ``onlyCUDA`` -> ``onlyPRIVATEUSE1``, ``TEST_CUDA`` -> ``TEST_PRIVATEUSE1``) and deliberately not its
 disabled-test skipping: every test runs, and the driver cross-tabulates with the disabled list.
+With ``--device=cpu`` (the driver's control run) the same file's device-generic tests are instantiated
+for the CPU instead (the simulator stays installed, so ``import torch_npu`` still works).
 
 RESULTS_JSON gets ``{"outcomes": {nodeid: outcome}, "messages": {nodeid: first line of the error}}``
 with outcome one of passed/failed/skipped (a failing setup or teardown counts as failed).
@@ -23,14 +25,23 @@ import sys
 import types
 
 
-def provide_torch_npu_testing() -> None:
-    """Register a ``torch_npu.testing`` module equivalent to torch_npu's for device-generic tests."""
+def provide_torch_npu_testing(device: str = "privateuse1") -> None:
+    """Register a ``torch_npu.testing`` module equivalent to torch_npu's for device-generic tests
+    (``device`` "cpu": instantiate them for the CPU instead, whatever ``only_for`` the file names)."""
     import torch_npu  # the simulator's stand-in
     from torch.testing._internal import common_device_type, common_utils
 
-    os.environ["PYTORCH_TESTING_DEVICE_EXCEPT_FOR"] = "cuda,cpu"
-    common_device_type.onlyCUDA = common_device_type.onlyPRIVATEUSE1
-    common_utils.TEST_CUDA = common_utils.TEST_PRIVATEUSE1
+    if device == "cpu":
+        instantiate = common_device_type.instantiate_device_type_tests
+
+        def instantiate_for_cpu(generic_test_class, scope, except_for=None, only_for=None, **kwargs):
+            return instantiate(generic_test_class, scope, only_for="cpu", **kwargs)
+
+        common_device_type.instantiate_device_type_tests = instantiate_for_cpu
+    else:
+        os.environ["PYTORCH_TESTING_DEVICE_EXCEPT_FOR"] = "cuda,cpu"
+        common_device_type.onlyCUDA = common_device_type.onlyPRIVATEUSE1
+        common_utils.TEST_CUDA = common_utils.TEST_PRIVATEUSE1
     module = types.ModuleType("torch_npu.testing")
     module.__doc__ = "Provided by ascend-compat's oracle: device-generic test setup for the simulated NPU."
     sys.modules["torch_npu.testing"] = module
@@ -64,15 +75,20 @@ def _first_error_line(report) -> str:
 
 
 def main(argv) -> int:
+    device = "privateuse1"
+    if argv and argv[0].startswith("--device="):
+        device = argv.pop(0).split("=", 1)[1]
     test_file, results, *pytest_args = argv
     from ascend_compat import simulator
 
     simulator.install()
-    provide_torch_npu_testing()
+    provide_torch_npu_testing(device)
     import pytest
 
     collector = Collector()
-    code = pytest.main([test_file, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *pytest_args],
+    chosen = [a for a in pytest_args if a.startswith(f"{test_file}::")]  # test ids: only those run
+    targets = [] if chosen else [test_file]
+    code = pytest.main([*targets, "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *pytest_args],
                        plugins=[collector])
     from ascend_compat._files import write_text_atomic
 

@@ -62,3 +62,21 @@ def test_crosstab_counts_and_interesting_cells():
                                         "test_x.py::TestFooPRIVATEUSE1::test_e_npu"]
     assert "enabled" in oracle.format_table("f.py", table["counts"])
     json.dumps(table)  # the summary is plain JSON
+
+
+def test_cpu_twin_of_a_device_generic_test_id():
+    assert (oracle.cpu_nodeid("f.py::TestFooPRIVATEUSE1::test_x_npu_float32")
+            == "f.py::TestFooCPU::test_x_cpu_float32")
+    assert oracle.cpu_nodeid("f.py::TestAsArrayNPU::test_alias_npu_int8") == "f.py::TestAsArrayCPU::test_alias_cpu_int8"
+    assert oracle.cpu_nodeid("f.py::TestBarPRIVATEUSE1::test_rot90_npu") == "f.py::TestBarCPU::test_rot90_cpu"
+    # only the last device suffix is the instantiation's: a test named after the npu keeps it
+    assert oracle.cpu_nodeid("f.py::TestBarNPU::test_npu_vs_npu_npu") == "f.py::TestBarCPU::test_npu_vs_npu_cpu"
+
+
+def test_disabled_list_follows_torch_npus_choice(tmp_path):
+    lists = tmp_path / "test" / "unsupported_test_cases"
+    lists.mkdir(parents=True)
+    (lists / ".pytorch-disabled-tests.json").write_text("{}")
+    (lists / ".pytorch-disabled-tests-2.11.json").write_text("{}")
+    assert oracle.default_disabled_list(tmp_path, "2.11.0+cpu").name == ".pytorch-disabled-tests-2.11.json"
+    assert oracle.default_disabled_list(tmp_path, "2.13.0").name == ".pytorch-disabled-tests.json"

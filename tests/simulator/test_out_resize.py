@@ -72,3 +72,27 @@ def test_cpu_out_of_a_cpu_op_still_works():
     out = torch.empty(())
     torch.sum(torch.ones(3), 0, out=out)
     assert out.item() == 3.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8, torch.int64, torch.uint8])
+def test_out_view_of_an_input_storage_keeps_its_place(dtype):
+    """torch_npu's adapted ``test_cat_out(_fast_path_dim0_dim1)``: ``cat`` into ``out=w[6:10]`` while
+    its inputs are views of ``w`` writes there and returns that very view (the shared host alias
+    starts at the storage's beginning, so its offset is not a move)."""
+    w = torch.arange(24, device="npu").to(dtype)
+    expected = torch.cat([w[:2].cpu(), w[4:6].cpu()])
+    res = torch.cat([w[:2], w[4:6]], out=w[6:10])
+    assert res.storage_offset() == 6 and res.data_ptr() == w[6:10].data_ptr()
+    assert torch.equal(res.cpu(), expected) and torch.equal(w[6:10].cpu(), expected)
+    assert torch.equal(w[:6].cpu(), torch.arange(6).to(dtype))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_into_a_narrowed_out(dim):
+    x = torch.zeros((10, 5, 2), device="npu")
+    y = x.narrow(dim, 0, x.shape[dim] - 2)
+    val = torch.full_like(y[0], 3.0)
+    res = torch.cat((val[None],) * y.shape[0], dim=0, out=y)
+    assert res is y and res.storage_offset() == 0
+    assert torch.equal(y.cpu(), torch.full(y.shape, 3.0))
+    assert x.sum().item() == 3.0 * y.numel()  # nothing written outside the view

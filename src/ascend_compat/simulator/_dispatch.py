@@ -360,6 +360,7 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         index = _state.current_device()
     if plan.writes:
         _share_aliased_storages(args, kwargs, cargs, ckwargs)
+    starts = _out_offsets(out_kws, kwargs, ckwargs) if out_kws else None
     if plan.gen_pos is not None and plan.gen_pos < len(cargs):
         cargs[plan.gen_pos] = _rng.check_generator(cargs[plan.gen_pos], index)
     elif plan.gen_kw is not None:
@@ -374,7 +375,7 @@ def run(plan: Plan, args: tuple, kwargs: dict):
             raise
         return _retry_out(plan, args, kwargs, cargs, ckwargs, index)
     if out_kws:
-        _sync_out_geometry(out_kws, kwargs, ckwargs)
+        _sync_out_geometry(out_kws, kwargs, ckwargs, starts)
     return _wrap_out(res, index, plan, args, kwargs)
 
 
@@ -427,17 +428,29 @@ def _check_out_devices(out_kws, kwargs, conv: _Conv):
                 raise out_device_error(t.device)
 
 
-def _sync_out_geometry(out_kws, kwargs, ckwargs):
-    """Give each npu ``out=`` tensor the geometry the CPU kernel gave its host alias (torch's
-    ``resize_output`` and the structured kernels' restriding happen on the alias; the alias
-    starts at the tensor's first element, so its storage offset is relative to that)."""
+def _out_hosts(out_kws, kwargs, ckwargs):
+    """``(device tensor, host alias)`` for every ``out=`` tensor of a call."""
     for k in out_kws:
         dev, host = kwargs.get(k), ckwargs.get(k)
-        pairs = ((dev, host),) if isinstance(dev, _Tensor) else zip(dev or (), host or ())
-        for d, h in pairs:
-            if (isinstance(d, _Tensor) and d.device.type == _NPU and isinstance(h, _Tensor)
-                    and (h.shape != d.shape or h.stride() != d.stride() or h.storage_offset())):
-                _memory.restride(d, h.shape, h.stride(), d.storage_offset() + h.storage_offset())
+        yield from (((dev, host),) if isinstance(dev, _Tensor) else zip(dev or (), host or ()))
+
+
+def _out_offsets(out_kws, kwargs, ckwargs) -> list:
+    """The storage offsets of the ``out=`` host aliases before the kernel runs: 0 for a retag (it
+    starts at the tensor's first element), the device offset for an alias on the shared host
+    storage of :func:`_share_aliased_storages` (an ``out=`` view of an input's storage)."""
+    return [h.storage_offset() if isinstance(h, _Tensor) else 0
+            for _, h in _out_hosts(out_kws, kwargs, ckwargs)]
+
+
+def _sync_out_geometry(out_kws, kwargs, ckwargs, starts):
+    """Give each npu ``out=`` tensor the geometry the CPU kernel gave its host alias (torch's
+    ``resize_output`` and the structured kernels' restriding happen on the alias); the alias's
+    offset moved by the kernel is relative to its offset before the call (``starts``)."""
+    for (d, h), start in zip(_out_hosts(out_kws, kwargs, ckwargs), starts):
+        if (isinstance(d, _Tensor) and d.device.type == _NPU and isinstance(h, _Tensor)
+                and (h.shape != d.shape or h.stride() != d.stride() or h.storage_offset() != start)):
+            _memory.restride(d, h.shape, h.stride(), d.storage_offset() + h.storage_offset() - start)
 
 
 def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
