@@ -76,3 +76,20 @@ def test_zero2_two_processes_torchrun_hccl():
         assert r["stage"] == 2 and r["param_device"] == r["device"]
         assert r["in_sync"]  # partitioned optimizer states, replicas identical after all-gather
         assert r["losses"][-1] < 0.8 * r["losses"][0]
+
+
+@pytest.mark.slow
+def test_zero3_zero_init_with_cpu_offload_two_ranks():
+    """ZeRO-3 with the model built under ``deepspeed.zero.Init`` (which wraps ``torch.empty`` & co. to add
+    the device) and the optimizer offloaded to the CPU: trains on 2 simulated ranks (~20 s; issue 23,
+    item 12: the simulator's own allocations used to recurse through the wrappers)."""
+    torchrun = Path(sys.executable).with_name("torchrun")
+    proc = run([str(torchrun), "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+                "--master_port", str(_free_port()), "-m", "ascend_compat", "run", "--simulate",
+                str(SCRIPTS / "ds_train.py"), "--stage", "3", "--zero-init", "--offload"],
+               {"DS_BUILD_OPS": "0"}, timeout=240)
+    ranks = sorted(results(proc), key=lambda r: r["rank"])
+    assert [r["device"] for r in ranks] == ["npu:0", "npu:1"]
+    for r in ranks:
+        assert r["stage"] == 3 and r["param_device"] == r["device"] and r["in_sync"]
+        assert r["losses"][-1] < 0.8 * r["losses"][0]

@@ -37,6 +37,8 @@ import threading
 
 import torch
 
+from ascend_compat.simulator import _host
+
 MODES = ("caller", "device")
 
 _is_enabled = torch._C._is_multithreading_enabled
@@ -87,7 +89,7 @@ def _poison(value):
     """A gradient the engine rejects with a C++ error: the wrong size, or a value where None was."""
     if isinstance(value, torch.Tensor):
         return value.new_empty(value.numel() + 1)
-    return torch.empty(1)
+    return _host.empty(1)
 
 
 def _keep(exc: BaseException) -> None:

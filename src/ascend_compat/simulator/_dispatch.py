@@ -22,7 +22,7 @@ from typing import Optional
 
 import torch
 
-from ascend_compat.simulator import _dtype_support, _fallback, _memory, _plan, _rng, _state
+from ascend_compat.simulator import _dtype_support, _fallback, _host, _memory, _plan, _rng, _state
 from ascend_compat.simulator._plan import Plan, plan_for
 
 _CPU_KS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -86,7 +86,7 @@ def _convert(x, conv: _Conv, is_tensor_slot: bool, allow_cpu: bool, write: bool 
             return [(_to_host(e, conv, allow_cpu, write) if isinstance(e, _Tensor) else e) for e in x]
         return x
     if is_tensor_slot and isinstance(x, (int, float, bool, complex)):
-        return torch.tensor(x)  # a Python number arrived in a Tensor position (wrapped number)
+        return _host.tensor(x)  # a Python number arrived in a Tensor position (wrapped number)
     if isinstance(x, torch.device) and x.type == _NPU:
         if conv.index is None and x.index is not None:
             conv.index = _state.check_index(x.index)
@@ -201,7 +201,7 @@ def _fast(plan: Plan, args: tuple, kwargs: dict):
         if isinstance(a, _Tensor):
             cargs[i], index = _host_arg(a, index, i in written)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
-            cargs[i] = torch.tensor(a)  # a Python number arrived in a Tensor position (docs/simulator_pitfalls.md, pitfall 3)
+            cargs[i] = _host.tensor(a)  # a Python number arrived in a Tensor position (docs/simulator_pitfalls.md, pitfall 3)
     res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     if res.is_cpu:
         return _adopt(res, index)
@@ -242,7 +242,7 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
         if isinstance(a, _Tensor):
             cargs[i], index = _host_arg(a, index, False)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
-            cargs[i] = torch.tensor(a)
+            cargs[i] = _host.tensor(a)
     gen_pos, gen_kw = plan.gen_pos, plan.gen_kw
     if gen_pos is not None:
         if gen_pos < len(cargs):
@@ -257,7 +257,7 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
                     return None
                 v, index = _host_arg(v, index, False)
             elif k in plan.tensor_kw and isinstance(v, (int, float, bool, complex)):
-                v = torch.tensor(v)
+                v = _host.tensor(v)
             ckwargs[k] = v
         if gen_kw is not None:
             ckwargs[gen_kw] = _rng.check_generator(kwargs.get(gen_kw), index)
@@ -291,7 +291,7 @@ def _fast_lists(plan: Plan, args: tuple, kwargs: dict):
         elif isinstance(a, _Tensor):
             cargs[i], index = _host_arg(a, index, False)
         elif i in tpos and isinstance(a, (int, float, bool, complex)):
-            cargs[i] = torch.tensor(a)
+            cargs[i] = _host.tensor(a)
     res, index = _call_with_kwargs(plan, cargs, kwargs, index)
     return None if res is None else _new_out(res, index)
 
@@ -459,9 +459,9 @@ def _retry_out(plan: Plan, args, kwargs, cargs, ckwargs, index):
     for k in plan.out_kws:
         v = kwargs[k]
         if isinstance(v, _Tensor):
-            fresh[k] = torch.empty(0, dtype=v.dtype)
+            fresh[k] = _host.empty(0, dtype=v.dtype)
         else:
-            fresh[k] = [torch.empty(0, dtype=e.dtype) for e in v]
+            fresh[k] = [_host.empty(0, dtype=e.dtype) for e in v]
     ckwargs = dict(ckwargs, **fresh)
     plan.call(*cargs, **ckwargs)
     for k in plan.out_kws:

@@ -30,6 +30,7 @@ from typing import Dict, Optional
 
 import torch
 
+from ascend_compat.simulator import _host
 
 KDL_CPU = 1
 KDL_EXT_DEV = 12
@@ -361,10 +362,10 @@ def allocate(size, stride, dtype: torch.dtype, index: int) -> torch.Tensor:
         if wide_allocation_check is not None:
             wide_allocation_check(dtype, n)
     if stride is None:
-        host = torch.empty(size, dtype=dtype)
+        host = _host.empty(size, dtype=dtype)
         nbytes = host.nbytes  # a fresh contiguous tensor spans its whole storage
     else:
-        host = torch.empty_strided(size, stride, dtype=dtype)
+        host = _host.empty_strided(size, stride, dtype=dtype)
         nbytes = host.untyped_storage().nbytes()
     if nbytes:
         _track(host, index, nbytes)
@@ -442,7 +443,7 @@ def shared_host_aliases(ts) -> list:
     see that they alias: separate retags would each get a storage of their own. Lazy conj/neg
     bits are kept."""
     storage = host_storage(ts[0])
-    return [_lazy_bits(t, torch.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride()))
+    return [_lazy_bits(t, _host.empty(0, dtype=t.dtype).set_(storage, t.storage_offset(), t.shape, t.stride()))
             for t in ts]
 
 

@@ -11,7 +11,7 @@ import weakref
 import torch
 
 from ascend_compat import _versions
-from ascend_compat.simulator import _memory, _rng, _state
+from ascend_compat.simulator import _host, _memory, _rng, _state
 
 _pinned: dict = {}  # storage data_ptr -> weakref to the pinned host storage
 _pinned_lock = threading.Lock()
@@ -47,7 +47,7 @@ def _storage_from_npu(args, kwargs, device):
         raise TypeError(f"UntypedStorage(*{args!r}, device={device!r}): unsupported arguments for npu storage")
     t = _memory.allocate((nbytes,), None, torch.uint8, index)
     if data is not None:
-        _memory.host_alias(t).copy_(torch.tensor(data, dtype=torch.uint8))
+        _memory.host_alias(t).copy_(_host.tensor(data, dtype=torch.uint8))
     return t.untyped_storage()
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ascend_compat.simulator import _memory
+from ascend_compat.simulator import _host, _memory
 
 QCPU = torch._C.DispatchKeySet(torch._C.DispatchKey.QuantizedCPU)
 _SET_STORAGE = torch.ops.aten.set_.source_Storage_storage_offset
@@ -128,4 +128,4 @@ def adopt(qc: torch.Tensor, index: int) -> torch.Tensor:
 def int_alias(q: torch.Tensor) -> torch.Tensor:
     """Plain CPU integer tensor aliasing the int representation of quantized tensor ``q`` (npu or CPU)."""
     storage = q.untyped_storage() if q.device.type == "cpu" else _memory.host_storage(q)
-    return torch.empty(0, dtype=_INT[q.dtype]).set_(storage, q.storage_offset(), q.shape, q.stride())
+    return _host.empty(0, dtype=_INT[q.dtype]).set_(storage, q.storage_offset(), q.shape, q.stride())

@@ -1,6 +1,7 @@
 """A DeepSpeed ZeRO training script, as written for GPUs (prints one RESULT JSON per rank).
 
 Usage (2 ranks): torchrun --nproc_per_node 2 -m ascend_compat run --simulate ds_train.py [--stage N] [--apply]
+                [--zero-init] [--offload]  (stage 3: build the model under deepspeed.zero.Init; optimizer on the CPU)
             or: ascend-compat run --simulate --devices 2 $(which deepspeed) --num_gpus 2 ds_train.py
 """
 import argparse
@@ -12,6 +13,8 @@ import torch
 ap = argparse.ArgumentParser()
 ap.add_argument("--stage", type=int, default=2)
 ap.add_argument("--apply", action="store_true")
+ap.add_argument("--zero-init", action="store_true")
+ap.add_argument("--offload", action="store_true")
 ap.add_argument("--local_rank", type=int, default=-1)  # passed by the deepspeed launcher
 args = ap.parse_args()
 if args.apply:
@@ -32,15 +35,20 @@ def emit(report):
 def main():
     deepspeed.init_distributed(dist_backend="nccl")  # what GPU scripts say
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    zero = {"stage": args.stage, "reduce_bucket_size": 1000, "allgather_bucket_size": 1000}
+    if args.offload:
+        zero["offload_optimizer"] = {"device": "cpu"}
     config = {
         "train_micro_batch_size_per_gpu": 8,
         "gradient_accumulation_steps": 1,
-        "zero_optimization": {"stage": args.stage, "reduce_bucket_size": 1000, "allgather_bucket_size": 1000},
+        "zero_optimization": zero,
         "zero_allow_untested_optimizer": True,
+        "zero_force_ds_cpu_optimizer": False,
         "steps_per_print": 1000,
         "wall_clock_breakdown": False,
     }
+    with deepspeed.zero.Init(config_dict_or_path=config, enabled=args.zero_init):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=config)
     rank = dist.get_rank()
@@ -57,7 +65,8 @@ def main():
             engine.step()
             total += loss.item()
         losses.append(total / 8)
-    w = engine.module[0].weight.detach().clone()
+    with deepspeed.zero.GatheredParameters(engine.module[0].weight, enabled=args.stage == 3):
+        w = engine.module[0].weight.detach().clone()
     ref = w.clone()
     dist.broadcast(ref, 0)
     emit({
