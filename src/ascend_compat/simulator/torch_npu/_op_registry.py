@@ -19,7 +19,8 @@ tensor argument (``empty_with_format``...) are registered for ``CompositeExplici
 torch_npu does. The stand-in binds each op as ``torch_npu.<op>`` (the ``OpOverloadPacket``), as
 torch_npu's ``_export_npu_ops`` does, so ``hasattr(torch_npu, op)`` is True for every op of the
 emulated version, simulated or not: feature checks pass, and the call says what is missing. As there,
-``torch.<op>`` raises torch_npu's "deprecated ... use torch_npu.<op>" error.
+``torch.<op>`` raises torch_npu's "deprecated ... use torch_npu.<op>" error. Every op is looked up once
+at registration, so ``dir(torch.ops.npu)`` lists the whole registry, as after torch_npu's import.
 """
 from __future__ import annotations
 
@@ -132,7 +133,17 @@ def register(version: Optional[str] = None) -> torch.library.Library:
         names.add(overload.split(".")[0])
     _registered = frozenset(names)
     _export_deprecated_torch_names(names)
+    _bind_packets(names)
     return lib
+
+
+def _bind_packets(names) -> None:
+    """Look every op up once, as torch_npu's ``utils/custom_ops.py`` does at import (``torch_npu.<op> =
+    torch.ops.npu.<op>`` for each op): torch creates an op's ``OpOverloadPacket`` on first lookup, and
+    only then does ``dir(torch.ops.npu)``/``list(torch.ops.npu)`` list it. About 20 ms for 398 ops."""
+    namespace = torch.ops.npu
+    for name in sorted(names):
+        getattr(namespace, name)
 
 
 def _export_deprecated_torch_names(names) -> None:
