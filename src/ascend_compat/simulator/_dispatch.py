@@ -246,7 +246,7 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
     gen_pos, gen_kw = plan.gen_pos, plan.gen_kw
     if gen_pos is not None:
         if gen_pos < len(cargs):
-            cargs[gen_pos] = _rng.check_generator(cargs[gen_pos], index)
+            cargs[gen_pos] = _rng.op_generator(cargs[gen_pos], index, plan.op._schema.name, self)
         else:
             gen_kw = plan.op._schema.arguments[gen_pos].name
     if kwargs or gen_kw is not None:
@@ -260,7 +260,7 @@ def _fast_inplace(plan: Plan, self, args: tuple, kwargs: dict):
                 v = _host.tensor(v)
             ckwargs[k] = v
         if gen_kw is not None:
-            ckwargs[gen_kw] = _rng.check_generator(kwargs.get(gen_kw), index)
+            ckwargs[gen_kw] = _rng.op_generator(kwargs.get(gen_kw), index, plan.op._schema.name, self)
         plan.call(*cargs, **ckwargs)
     else:
         plan.call(*cargs)
@@ -362,12 +362,15 @@ def run(plan: Plan, args: tuple, kwargs: dict):
         _share_aliased_storages(args, kwargs, cargs, ckwargs)
     starts = _out_offsets(out_kws, kwargs, ckwargs) if out_kws else None
     if plan.gen_pos is not None and plan.gen_pos < len(cargs):
-        cargs[plan.gen_pos] = _rng.check_generator(cargs[plan.gen_pos], index)
+        cargs[plan.gen_pos] = _rng.op_generator(cargs[plan.gen_pos], index, plan.op._schema.name,
+                                                _random_target(args, kwargs, out_kws))
     elif plan.gen_kw is not None:
-        ckwargs[plan.gen_kw] = _rng.check_generator(ckwargs.get(plan.gen_kw), index)
+        ckwargs[plan.gen_kw] = _rng.op_generator(ckwargs.get(plan.gen_kw), index, plan.op._schema.name,
+                                                 _random_target(args, kwargs, out_kws))
     try:
         if plan.seeded_no_gen:
-            res = _rng.run_with_device_state(lambda: plan.call(*cargs, **ckwargs), index)
+            res = _rng.run_with_device_state(lambda: plan.call(*cargs, **ckwargs), index, plan.op._schema.name,
+                                             _random_target(args, kwargs, out_kws))
         else:
             res = plan.call(*cargs, **ckwargs)
     except RuntimeError as exc:
@@ -377,6 +380,15 @@ def run(plan: Plan, args: tuple, kwargs: dict):
     if out_kws:
         _sync_out_geometry(out_kws, kwargs, ckwargs, starts)
     return _wrap_out(res, index, plan, args, kwargs)
+
+
+def _random_target(args, kwargs, out_kws):
+    """The tensor a random kernel fills (its offset increment depends on it): the ``out=`` tensor,
+    else the first tensor argument (``self`` of in-place ops, the input of dropout/bernoulli)."""
+    for k in out_kws or ():
+        if isinstance(kwargs.get(k), _Tensor):
+            return kwargs[k]
+    return next((a for a in args if isinstance(a, _Tensor)), None)
 
 
 def _share_aliased_storages(args, kwargs, cargs, ckwargs):
@@ -525,7 +537,7 @@ def normal_kernel(self, mean=0.0, std=1.0, *, generator=None):
         (host,), index = converted
     else:
         host, index = _host_arg(self, None, False)
-    host.normal_(mean, std, generator=_rng.check_generator(generator, index))
+    host.normal_(mean, std, generator=_rng.op_generator(generator, index, "normal_", self))
     return self
 
 

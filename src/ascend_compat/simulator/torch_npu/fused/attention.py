@@ -23,8 +23,9 @@ Contract (verified against the torch_npu 2.14.0 wheel: ``npu_native_functions_by
 
 Decisions where torch_npu leaves behaviour unspecified: fully masked rows give zero output,
 ``softmax_max = -inf`` and ``softmax_sum = 0`` (what the kernels' invalid-row handling,
-``inner_precise=2``, produces for the output); dropout masks are drawn from the tensor device's
-default torch generator and are reproducible from the returned ``(seed, offset)``; TND tokens past
+``inner_precise=2``, produces for the output); dropout masks come from the tensor device's default
+generator's Philox ``(seed, offset)`` (advanced by 12, as ``philox_engine_inputs(10)``) and are
+reproducible from the returned pair; TND tokens past
 the last cumulative length get zero output. Computation is in float32 for float16/bfloat16
 inputs (the kernels accumulate in float32) and the result is cast back.
 """
@@ -186,7 +187,13 @@ def _user_mask_4d(mask: torch.Tensor, b: int, n: int, sq: int, skv: int) -> torc
 
 # ----------------------------------------------------------------------------- dropout
 def _seed_offset(device: torch.device) -> tuple[int, int]:
-    """Take a (seed, offset) pair from the default generator of ``device`` and advance it."""
+    """Take a (seed, offset) pair from the default generator of ``device`` and advance it: on the npu
+    the Philox state itself, as torch_npu's kernel takes ``philox_engine_inputs(10)``."""
+    if device.type == "npu":
+        from ascend_compat.simulator import _rng
+
+        seed, offset = _rng.philox_engine_inputs(device.index if device.index is not None else 0, 10)
+        return (seed - 2**64 if seed >= 2**63 else seed), offset
     module = getattr(torch, device.type, None)
     seed_fn = getattr(module, "initial_seed", None) if device.type != "cpu" else None
     seed = int(seed_fn()) if callable(seed_fn) else int(torch.initial_seed())

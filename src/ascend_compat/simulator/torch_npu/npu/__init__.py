@@ -147,6 +147,8 @@ def build_npu_module(torch_npu_version: Optional[str] = None) -> types.ModuleTyp
     def __getattr__(name: str):
         if name == "default_generators":
             return _random.default_generators()
+        if name == "_initialized":  # torch_npu's module flag; torch.utils.checkpoint reads it to save RNG states
+            return _device._initialized
         raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")
 
     m.__getattr__ = __getattr__

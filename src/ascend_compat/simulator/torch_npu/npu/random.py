@@ -1,8 +1,7 @@
 """RNG functions of the simulated ``torch.npu``: one generator per device, owned by the simulator core.
 
-Seeding and state round-trips are exact and deterministic. The random numbers equal what the CPU
-generator produces for the same seed; real NPUs produce different numbers, so only determinism and
-per-device independence are simulated, not the values.
+States are torch_npu's 16-byte Philox (seed, offset) states (``simulator._rng``): seeding, offsets and
+state round-trips are exact and deterministic; the numbers themselves are not the NPU's.
 """
 from __future__ import annotations
 
