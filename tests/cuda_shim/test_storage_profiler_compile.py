@@ -239,3 +239,43 @@ def test_compile_inductor_on_cpu_tensors_untouched_under_shim():
         pytest.skip("no C++ compiler for inductor's CPU backend on this machine")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OK" in proc.stdout
+
+
+def test_compiled_factories_on_the_device_stay_in_one_graph_and_revert():
+    """Factories inside compiled code (issue 23, items 9 and 13): the shim's wrappers are graph calls
+    (no graph break, their device translation applied), dynamo never traces the shim's or the
+    simulator's Python, torch.fx's generated code finds ``device`` (torch.device is the stand-in), and
+    deactivation takes the rules back."""
+    proc = run_python("""
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        import ascend_compat
+        ascend_compat.activate("simulator")
+        from torch._dynamo import trace_rules
+        from torch._dynamo.utils import counters
+        x = torch.ones(8, device="cuda")
+        calls = [
+            lambda i: i + torch.arange(0, 8, device=i.device),
+            lambda i: torch.tensor([1.0], device=i.device) + i,
+            lambda i: torch.full((8,), 2.0, device=i.device) * i,
+            lambda i: torch.zeros(8, device="cuda") + i,
+            lambda i: i + torch.arange(0, i.size(0), dtype=torch.long, device=i.device),
+        ]
+        results = []
+        for backend in ("aot_eager", "inductor"):
+            for dynamic in (False, True):
+                for fn in calls:
+                    torch._dynamo.reset()
+                    counters.clear()
+                    out = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=True)(x)
+                    results.append(out.device.type == "npu" and torch.equal(out.cpu(), fn(x).cpu()))
+        wrapper = torch.arange
+        skipped = trace_rules.check_file(simulator.__file__).skipped
+        allowed = id(wrapper) in trace_rules._allowed_callable_ids
+        ascend_compat.deactivate()
+        print("RESULT", sum(results), len(results), skipped, allowed,
+              id(wrapper) in trace_rules._allowed_callable_ids, torch.device == torch.device)
+    """, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RESULT 20 20 True True False True" in proc.stdout, proc.stdout[-2000:]

@@ -125,3 +125,12 @@ def test_torchrun_meta_device_init_of_fsdp2_and_tensor_parallel_models():
     assert r0["fsdp_params"] == r1["fsdp_params"] and weight[:8] != weight[8:]
     assert all(abs(v) <= 8 ** -0.5 for row in weight for v in row)  # kaiming_uniform_'s bound, 1/sqrt(fan_in)
     assert r0["tp_w1_local"] != r1["tp_w1_local"]
+
+
+def test_compiled_gpt_training_step_in_one_graph():
+    """nanoGPT's default ``compile = True``: ``torch.arange``/``torch.ones`` on the device inside the compiled
+    forward, autocast, fused AdamW (issue 23, item 9: "Cannot call numel() on tensor with symbolic sizes"
+    from dynamo tracing the simulator's kernels). One graph: the factories do not break it."""
+    r = _run("compiled_gpt_step.py")
+    assert r["device"] == "npu:0" and r["graphs"] == "1"
+    assert float(r["last"]) < float(r["first"])

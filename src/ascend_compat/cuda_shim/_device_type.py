@@ -8,7 +8,10 @@ whose metaclass:
   ``npu`` device with the same index. So every C++ API that takes a device accepts the result;
 * ``__instancecheck__`` / ``__subclasscheck__``: delegate to the real class, so
   ``isinstance(x, torch.device)`` is unchanged;
-* forwards every other class attribute to the real class.
+* forwards every other class attribute to the real class;
+* ``==`` and ``hash`` are the real class's, so tables keyed on ``torch.device`` find the stand-in too
+  (torch.fx's code generation registers its ``device`` global only for an object equal to
+  ``torch.device``; dynamo constant-folds calls of the classes in its set holding ``torch.device``).
 
 Pickling: the real class is registered with :mod:`copyreg` to reduce through the stand-in, so a
 pickled device is still written as the global ``torch.device`` (identical bytes) and unpickles
@@ -50,6 +53,15 @@ class _StandInMeta(type):
 
     def __repr__(cls) -> str:
         return repr(cls.__ascend_compat_real__)
+
+    def __eq__(cls, other: Any) -> bool:
+        return other is cls or other is cls.__ascend_compat_real__
+
+    def __ne__(cls, other: Any) -> bool:
+        return not _StandInMeta.__eq__(cls, other)
+
+    def __hash__(cls) -> int:
+        return hash(cls.__ascend_compat_real__)
 
 
 def make_stand_in(real: type, factory: Callable[..., Any], module: str = "torch") -> type:

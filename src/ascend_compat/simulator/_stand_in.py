@@ -183,7 +183,7 @@ def _register_dtensor_rules() -> None:
 
     if "torch.distributed.tensor" in sys.modules:
         dtensor_rules.register()
-    elif not any(isinstance(f, AfterImport) for f in sys.meta_path):
+    elif not any(isinstance(f, AfterImport) and f.name == "torch.distributed.tensor" for f in sys.meta_path):
         sys.meta_path.insert(0, AfterImport("torch.distributed.tensor", dtensor_rules.register))
 
 

@@ -13,9 +13,19 @@ like the library detection points: otherwise ``has_triton()`` believes in a CUDA
 ``triton`` package installed inductor starts triton's CUDA driver even for CPU graphs ("libcuda.so
 cannot found"). Unlike transfer_to_npu we do not force ``has_triton()`` to False process-wide (a
 triton backend for the NPU stays usable), nor make ``get_gpu_type()`` answer "npu".
+
+Compiled code never sees the shim's Python (:class:`DynamoRules`, applied when ``torch._dynamo`` is
+imported): the factory wrappers (``torch.arange``, ``torch.tensor``, ``torch.full``...
+with their ``device=`` translation) are registered with ``torch.compiler.allow_in_graph``, so dynamo
+records them as graph calls (their translation runs on fake tensors and when AOT autograd traces the
+graph, whose aten ops then carry the npu device) instead of tracing their bodies as user code; the
+rest of the shim's files are skipped by dynamo like torch's own (a call into them from compiled code
+is a graph break, and dynamo never compiles their frames). transfer_to_npu instead puts
+``torch._dynamo.disable`` on its helpers: a graph break at every translated call.
 """
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -74,8 +84,58 @@ def _cuda_interface_is_available(original: Any) -> Any:
     return make_wrapper(original, is_available)
 
 
+class DynamoRules(Patch):
+    """Dynamo's rules for the shim (see the module docstring): a deferred change on ``torch._dynamo``
+    (applied once it is fully imported) that marks the module (``_ascend_compat_shim``) and, while applied,
+    keeps the factory wrappers in graph and the shim's files skipped."""
+
+    def __init__(self) -> None:
+        super().__init__("torch._dynamo:_ascend_compat_shim", True,
+                         "compiled code records the shim's factory wrappers as graph calls and never traces "
+                         "the shim's Python", defer=True, concept="compile")
+        self._allowed: list = []
+        self._skip_dir = ""
+
+    def apply(self) -> bool:
+        if not super().apply():
+            return False
+        import torch
+        from torch._dynamo import trace_rules
+
+        from ascend_compat.cuda_shim import registry
+
+        for change in registry.applied():
+            fn = getattr(change, "replacement_object", None)
+            if getattr(change, "concept", "") == "factories" and getattr(fn, "__ascend_compat__", False) \
+                    and change.target not in _NOT_IN_GRAPH:
+                torch.compiler.allow_in_graph(fn)
+                self._allowed.append(fn)
+        self._skip_dir = _SHIM_DIR
+        if self._skip_dir not in trace_rules.SKIP_DIRS:
+            trace_rules.SKIP_DIRS.append(self._skip_dir)
+            trace_rules._recompile_re()
+        return True
+
+    def revert(self) -> None:
+        from torch._dynamo import trace_rules
+
+        for fn in self._allowed:
+            trace_rules._allowed_callable_ids.remove(id(fn))
+        self._allowed.clear()
+        if self._skip_dir in trace_rules.SKIP_DIRS:
+            trace_rules.SKIP_DIRS.remove(self._skip_dir)
+            trace_rules._recompile_re()
+        super().revert()
+
+
+#: factory wrappers that configure rather than create tensors: left to dynamo's skip rule
+_NOT_IN_GRAPH = frozenset({"torch:set_default_device", "torch:get_device_module"})
+_SHIM_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def patches() -> list:
     return [
+        DynamoRules(),
         Patch("torch._dynamo.device_interface:CudaInterface.is_available", _cuda_interface_is_available,
               "dynamo/inductor see the real CUDA availability (no triton CUDA driver on an NPU machine)",
               wrap=True, rebind=False, optional=True, defer=True, concept="compile"),
