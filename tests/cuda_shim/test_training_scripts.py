@@ -134,3 +134,13 @@ def test_compiled_gpt_training_step_in_one_graph():
     r = _run("compiled_gpt_step.py")
     assert r["device"] == "npu:0" and r["graphs"] == "1"
     assert float(r["last"]) < float(r["first"])
+
+
+@pytest.mark.slow
+def test_hogwild_spawned_processes_train_one_shared_model():
+    """pytorch/examples' mnist_hogwild pattern (issue 23, item 14): the model on the GPU, share_memory(),
+    two spawned processes update its parameters (their npu tensors travel as shared device memory), the
+    parent evaluates the result (~40 s: three interpreters start)."""
+    r = _run("hogwild_cuda.py")
+    assert r["device"] == "npu:0" and r["child_devices"] == "npu:0,npu:0" and r["exit"] == "0,0"
+    assert r["changed"] == "True" and float(r["acc"]) > 0.6  # chance is 0.25

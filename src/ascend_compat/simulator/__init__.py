@@ -131,11 +131,12 @@ def _install(cfg: SimConfig) -> None:
     _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
     _selftest.probe_installed()
     _install_torch_npu_stand_in()
-    from ascend_compat.simulator import _distributed, _dynamo
+    from ascend_compat.simulator import _distributed, _dynamo, _ipc
     from ascend_compat.simulator.torch_npu.npu import device as device_api
 
     _distributed.register_hccl()
     _dynamo.register()
+    _ipc.register()
     _apply_numerics()
     device_api._forget_install_probes()  # the first real use initialises (decides fork safety)
 

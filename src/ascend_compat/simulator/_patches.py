@@ -187,8 +187,17 @@ def _patch_storage_resize():
     cls.resize_ = resize_
 
 
+#: an npu uint8 tensor the next storage resize takes as its new memory instead of a fresh allocation
+#: (``_ipc`` moves a storage into shared memory this way: ``storage.resize_(storage.nbytes())``)
+next_resize_memory = None
+
+
 def _resized_storage_bytes(nbytes: int, index: int) -> torch.Tensor:
     """The new memory of an npu storage being resized (called by the C++ hooks)."""
+    global next_resize_memory
+    given, next_resize_memory = next_resize_memory, None
+    if given is not None:
+        return given
     return torch.empty(nbytes, dtype=torch.uint8, device=torch.device("npu", index))
 
 
