@@ -12,6 +12,8 @@ kernel. What it needs here:
 * FakeTensor kernels (``register_fake``) for torch_npu ops that have none: ``npu_fusion_attention`` and
   its grad, with the output shapes of the simulator's references (float32 ``[B, N, Sq, 8]`` statistics).
 * ``.item()`` of a FakeTensor answers a stand-in value (``_record._stand_in_value``).
+* the optimizers pick their foreach kernels for FakeTensor parameters as for real ones (their check
+  is ``type(p) in _foreach_supported_types``), so a plan allocates what the real step allocates.
 """
 from __future__ import annotations
 
@@ -54,9 +56,10 @@ def register_fake_kernels() -> None:
                  keep_prob=1.0, pre_tockens=2147483647, next_tockens=2147483647, inner_precise=0, seed=0, offset=0,
                  numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
                  gen_mask_parallel=True, sync=False, softmax_layout="", sink=None):
-        dpse = torch.empty_like(pse) if pse is not None else None
-        dsink = torch.empty_like(sink) if sink is not None else query.new_empty(0)
-        return torch.empty_like(query), torch.empty_like(key), torch.empty_like(value), dpse, dsink
+        # contiguous, as the reference's gradients are (not the strides of a transposed query)
+        dpse = pse.new_empty(pse.shape) if pse is not None else None
+        dsink = sink.new_empty(sink.shape) if sink is not None else query.new_empty(0)
+        return query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), dpse, dsink
 
 
 def _bns(query, layout: str, head_num: int):
@@ -88,8 +91,17 @@ def enter():
         return swap(t1, t2)
 
     torch.utils.swap_tensors = swap_tensors
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch.optim import optimizer
+
+    supported = optimizer._foreach_supported_types
+    added = FakeTensor not in supported
+    if added:
+        supported.append(FakeTensor)
     try:
         with mode:
             yield mode
     finally:
         torch.utils.swap_tensors = swap
+        if added:
+            supported.remove(FakeTensor)

@@ -190,6 +190,32 @@ class Recorder(TorchDispatchMode):
         if new:
             self._malloc(a)
 
+    def _engine_accumulates(self, args) -> bool:
+        """The autograd engine summing two gradients (``InputBuffer::accumulate``): on real tensors it adds
+        in place into the first when it holds the last reference; FakeTensors, as tensor subclasses, never
+        qualify, so the plan emulates the in-place add (:meth:`_steal`) instead of counting a new buffer."""
+        if len(args) < 2 or self.phase() != "backward" or not _called_by_engine(sys._getframe(2)):
+            return False
+        a, b = args[0], args[1]
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.device.type == "npu"
+                and a.shape == b.shape and a.dtype == b.dtype and a.is_contiguous())
+
+    def _steal(self, old: torch.Tensor, new: torch.Tensor) -> None:
+        """``new``'s (untracked) storage takes over ``old``'s block: an in-place accumulation on the device."""
+        try:
+            src, dst = old.untyped_storage(), new.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            return
+        a_old = self._by_storage.get(id(src))
+        if (a_old is None or a_old.block is None or id(dst) in self._by_storage or a_old.nbytes != dst.nbytes()
+                or a_old.category == "parameters"):
+            return
+        del self._by_storage[id(src)]
+        self._refs.pop(id(src), None)
+        key = id(dst)
+        self._by_storage[key] = a_old
+        self._refs[key] = weakref.ref(dst, lambda _r, key=key: self._storage_died(key))
+
     def mark(self, t, category: str, overwrite: bool = False) -> None:
         """Record that tensor ``t`` (a DTensor's local shard included) holds ``category``."""
         local = getattr(t, "_local_tensor", None)
@@ -207,7 +233,11 @@ class Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is torch.ops.aten._local_scalar_dense.default and _is_fake(args[0]):
             return _stand_in_value(args[0])
-        out = func(*args, **kwargs)
+        if func is _ADD and self._engine_accumulates(args):
+            out = func(*args, **kwargs)
+            self._steal(args[0], out)
+        else:
+            out = func(*args, **kwargs)
         name = func.name() if hasattr(func, "name") else str(func)
         ns, _, base = name.partition("::")
         base = base.split(".")[0]
@@ -236,6 +266,26 @@ class Recorder(TorchDispatchMode):
         self.ops.append(OpRecord(name, self.module_path(), self.phase(), flops, nbytes, dtype, comm, comm_bytes,
                                  group, base in _MATMUL))
         return out
+
+
+_ADD = torch.ops.aten.add.Tensor
+_WRAPPERS = (os.path.join(_TORCH_DIR, "_dynamo") + os.sep, os.path.join(_TORCH_DIR, "_compile.py"),
+             os.path.join(_OWN_DIR, "simulator") + os.sep)
+
+
+def _called_by_engine(f) -> bool:
+    """True when the innermost Python frames are the autograd engine's entry (and decorators around it),
+    not a Python backward of a custom Function or a hook."""
+    for _ in range(8):
+        if f is None:
+            return True  # the engine's own worker thread
+        code = f.f_code
+        if code.co_name in ("_engine_run_backward", "run_backward"):
+            return True
+        if not code.co_filename.startswith(_WRAPPERS):
+            return False
+        f = f.f_back
+    return False
 
 
 def _is_fake(t) -> bool:
