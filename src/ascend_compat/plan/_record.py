@@ -233,6 +233,12 @@ class Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         if func is torch.ops.aten._local_scalar_dense.default and _is_fake(args[0]):
             return _stand_in_value(args[0])
+        if func in _FACTORIES and _small_host_factory(args, kwargs) and _from_distributed_cxx(sys._getframe(1)):
+            # index tensors torch.distributed's C++ fills and reads (DDP's bucket rebuild): real host memory
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():
+                return func(*args, **kwargs)
         if func is _ADD and self._engine_accumulates(args):
             out = func(*args, **kwargs)
             self._steal(args[0], out)
@@ -269,6 +275,29 @@ class Recorder(TorchDispatchMode):
 
 
 _ADD = torch.ops.aten.add.Tensor
+_FACTORIES = {torch.ops.aten.empty.memory_format, torch.ops.aten.zeros.default, torch.ops.aten.empty_strided.default,
+              torch.ops.aten.full.default}
+_PARALLEL_DIR = os.path.join(_TORCH_DIR, "nn", "parallel") + os.sep
+
+
+def _small_host_factory(args, kwargs) -> bool:
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "cpu":
+        return False
+    size = args[0] if args else kwargs.get("size", ())
+    n = 1
+    for d in size:
+        n *= int(d)
+    return n <= 1 << 16
+
+
+def _from_distributed_cxx(f) -> bool:
+    """The innermost Python frame (decorators skipped) is torch.distributed's or DDP's (the op came from
+    their C++)."""
+    while f is not None and f.f_code.co_filename.startswith(_WRAPPERS):
+        f = f.f_back
+    name = f.f_code.co_filename if f is not None else ""
+    return name.startswith(_DIST_DIR) or name.startswith(_PARALLEL_DIR)
 _WRAPPERS = (os.path.join(_TORCH_DIR, "_dynamo") + os.sep, os.path.join(_TORCH_DIR, "_compile.py"),
              os.path.join(_OWN_DIR, "simulator") + os.sep)
 

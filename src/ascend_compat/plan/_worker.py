@@ -58,8 +58,41 @@ def _fake_process_groups(world: int, rank: int) -> None:
 
     dist.init_process_group = init_process_group
     import torch.distributed.distributed_c10d as c10d
+    import torch.distributed.utils as dist_utils
 
     c10d.init_process_group = init_process_group
+    # DDP's start-up checks read parameter data across ranks in C++ (storage-less tensors have none); in a
+    # world of identical fake ranks they would pass, so they are skipped
+    import torch.nn.parallel.distributed as ddp
+
+    for mod in (dist_utils, ddp):
+        if hasattr(mod, "_verify_param_shape_across_processes"):
+            mod._verify_param_shape_across_processes = lambda *a, **k: None
+        if hasattr(mod, "_sync_module_states"):
+            mod._sync_module_states = lambda *a, **k: None
+    dist._broadcast_coalesced = lambda *a, **k: None
+    # the fake group's work completes with no value, which DDP's reducer rejects: its default all-reduce
+    # as a comm hook (the same in-place division and all_reduce, recorded) that completes with the bucket
+    init = ddp.DistributedDataParallel.__init__
+
+    def ddp_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if not getattr(self, "_comm_hooks", None) and getattr(self, "reducer", None) is not None:
+            self.register_comm_hook(self.process_group, _allreduce_hook)
+
+    ddp.DistributedDataParallel.__init__ = ddp_init
+
+
+def _allreduce_hook(group, bucket):
+    import torch
+    import torch.distributed as dist
+
+    buf = bucket.buffer()
+    buf.div_(group.size() if group is not None else dist.get_world_size())
+    dist.all_reduce(buf, group=group)
+    fut = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
 
 
 def run(spec: dict) -> dict:
@@ -69,6 +102,9 @@ def run(spec: dict) -> dict:
     from ascend_compat import _activation
 
     _activation.activate("simulator")
+    # FakeTensors give "npu" without an index the current device only once the device is initialised
+    # (the first real allocation does that; a plan makes none)
+    torch.npu._lazy_init()
     if spec["world"] > 1:
         _fake_process_groups(spec["world"], spec["rank"])
     from ascend_compat.plan import _analyse, _fake, _hooks
