@@ -25,7 +25,7 @@ import weakref
 from typing import Dict, List, Optional
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -63,8 +63,9 @@ class OpRecord:
 class Recorder(TorchDispatchMode):
     """Records allocations (``events``: ``(alloc, +1/-1, allocated, reserved)``) and ops."""
 
-    def __init__(self, device_index: int, user_roots: List[str], mod_tracker=None):
+    def __init__(self, device_index: int, user_roots: List[str], mod_tracker=None, fake_mode=None):
         super().__init__()
+        self.fake_mode = fake_mode
         from ascend_compat.simulator import _memory
 
         self.index = device_index
@@ -140,7 +141,7 @@ class Recorder(TorchDispatchMode):
         self.allocs.append(a)
         if nbytes:
             self._malloc(a)
-        key = id(storage)
+        key = storage._cdata
         self._by_storage[key] = a
         self._refs[key] = weakref.ref(storage, lambda _r, key=key: self._storage_died(key))
         return a
@@ -169,20 +170,24 @@ class Recorder(TorchDispatchMode):
 
     def track(self, t: torch.Tensor, op: str) -> Optional[Alloc]:
         """The allocation record of npu tensor ``t``'s storage (made now if the storage is new)."""
-        if not isinstance(t, torch.Tensor) or t.device.type != "npu":
+        if not isinstance(t, torch.Tensor) or t.device.type != "npu" or is_traceable_wrapper_subclass(t):
             return None
+        if self.fake_mode is not None and getattr(t, "fake_mode", self.fake_mode) is not self.fake_mode:
+            return None  # DTensor's sharding propagation runs ops in a FakeTensorMode of its own...
+        if _in_sharding_propagation(sys._getframe(1)):
+            return None  # ...or in the active one: shape-only stand-ins a real run never allocates
         try:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return None
-        a = self._by_storage.get(id(st))
-        if a is not None and self._refs.get(id(st)) is not None and self._refs[id(st)]() is st:
+        a = self._by_storage.get(st._cdata)  # the StorageImpl: views and re-wrapped storages alike
+        if a is not None:
             return a
         return self._new(st, st.nbytes(), op)
 
     def resized(self, storage, old: int, new: int) -> None:
         """``UntypedStorage.resize_`` of a tracked npu storage: release the old block, take a new one."""
-        a = self._by_storage.get(id(storage))
+        a = self._by_storage.get(storage._cdata)
         if a is None:
             return
         self._free(a)
@@ -206,13 +211,13 @@ class Recorder(TorchDispatchMode):
             src, dst = old.untyped_storage(), new.untyped_storage()
         except (RuntimeError, NotImplementedError):
             return
-        a_old = self._by_storage.get(id(src))
-        if (a_old is None or a_old.block is None or id(dst) in self._by_storage or a_old.nbytes != dst.nbytes()
+        a_old = self._by_storage.get(src._cdata)
+        if (a_old is None or a_old.block is None or dst._cdata in self._by_storage or a_old.nbytes != dst.nbytes()
                 or a_old.category == "parameters"):
             return
-        del self._by_storage[id(src)]
-        self._refs.pop(id(src), None)
-        key = id(dst)
+        del self._by_storage[src._cdata]
+        self._refs.pop(src._cdata, None)
+        key = dst._cdata
         self._by_storage[key] = a_old
         self._refs[key] = weakref.ref(dst, lambda _r, key=key: self._storage_died(key))
 
@@ -231,10 +236,15 @@ class Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if any(is_traceable_wrapper_subclass(t) for t in tree_leaves((args, kwargs))):
+            # a DTensor (or another wrapper): its own dispatch runs the ops on the local tensors, which
+            # come back through this mode and are recorded there; the wrapper owns no device memory
+            return NotImplemented
         if func is torch.ops.aten._local_scalar_dense.default and _is_fake(args[0]):
             return _stand_in_value(args[0])
-        if func in _FACTORIES and _small_host_factory(args, kwargs) and _from_distributed_cxx(sys._getframe(1)):
-            # index tensors torch.distributed's C++ fills and reads (DDP's bucket rebuild): real host memory
+        if _host_bookkeeping(func, args, kwargs) and _from_distributed_cxx(sys._getframe(1)):
+            # small host tensors torch.distributed fills and reads (DDP's bucket indices, DeviceMesh's rank
+            # grid): real host memory, so their values exist
             from torch.utils._python_dispatch import _disable_current_modes
 
             with _disable_current_modes():
@@ -276,7 +286,16 @@ class Recorder(TorchDispatchMode):
 
 _ADD = torch.ops.aten.add.Tensor
 _FACTORIES = {torch.ops.aten.empty.memory_format, torch.ops.aten.zeros.default, torch.ops.aten.empty_strided.default,
-              torch.ops.aten.full.default}
+              torch.ops.aten.full.default, torch.ops.aten.arange.default, torch.ops.aten.arange.start,
+              torch.ops.aten.arange.start_step}
+
+
+def _host_bookkeeping(func, args, kwargs) -> bool:
+    """A small host factory, or an op on real host tensors only."""
+    if func in _FACTORIES:
+        return _small_host_factory(args, kwargs)
+    tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    return bool(tensors) and all(t.device.type == "cpu" and not _is_fake(t) for t in tensors)
 _PARALLEL_DIR = os.path.join(_TORCH_DIR, "nn", "parallel") + os.sep
 
 
@@ -285,6 +304,8 @@ def _small_host_factory(args, kwargs) -> bool:
     if device is not None and torch.device(device).type != "cpu":
         return False
     size = args[0] if args else kwargs.get("size", ())
+    if not isinstance(size, (list, tuple)):  # arange's end
+        return isinstance(size, int) and size <= 1 << 16
     n = 1
     for d in size:
         n *= int(d)
@@ -299,6 +320,7 @@ def _from_distributed_cxx(f) -> bool:
     name = f.f_code.co_filename if f is not None else ""
     return name.startswith(_DIST_DIR) or name.startswith(_PARALLEL_DIR)
 _WRAPPERS = (os.path.join(_TORCH_DIR, "_dynamo") + os.sep, os.path.join(_TORCH_DIR, "_compile.py"),
+             os.path.join(_TORCH_DIR, "utils", "_device.py"), os.path.join(_OWN_DIR, "cuda_shim") + os.sep,
              os.path.join(_OWN_DIR, "simulator") + os.sep)
 
 
@@ -314,6 +336,24 @@ def _called_by_engine(f) -> bool:
         if not code.co_filename.startswith(_WRAPPERS):
             return False
         f = f.f_back
+    return False
+
+
+_SHARDING_PROP = os.path.join(_TORCH_DIR, "distributed", "tensor", "_sharding_prop.py")
+_DTENSOR_DIR = os.path.join(_TORCH_DIR, "distributed", "tensor") + os.sep
+
+
+def _in_sharding_propagation(f) -> bool:
+    """A frame of DTensor's sharding propagation is on the stack (looked for only inside DTensor code)."""
+    g, depth, inside = f, 0, False
+    while g is not None and depth < 40:
+        name = g.f_code.co_filename
+        if name == _SHARDING_PROP:
+            return True
+        inside = inside or name.startswith(_DTENSOR_DIR)
+        if depth == 12 and not inside:
+            return False
+        g, depth = g.f_back, depth + 1
     return False
 
 

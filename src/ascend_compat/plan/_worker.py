@@ -116,10 +116,10 @@ def run(spec: dict) -> dict:
     local = spec["rank"] % NODE
     status, error = "ok", None
     started = time.perf_counter()
-    with _fake.enter():
+    with _fake.enter() as fake_mode:
         mods = ModTracker()
         with mods:
-            rec = Recorder(local, roots, mods)
+            rec = Recorder(local, roots, mods, fake_mode)
             with rec, _hooks.installed(rec, spec["steps"], _Stop, spec.get("progress", False)):
                 try:
                     _run_target(module, target)
