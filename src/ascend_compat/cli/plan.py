@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--html", metavar="FILE", help="write the memory timeline as an HTML page")
     parser.add_argument("--find-max-batch", metavar="ARG",
-                        help="search the largest value of the script's argument ARG (e.g. --batch-size) that fits")
+                        help="search the largest value of the script's argument ARG that fits (batch-size means "
+                             "--batch-size; or --find-max-batch=--batch-size)")
     parser.add_argument("--ranks", choices=("edges", "all"), default="edges",
                         help="plan rank 0 and the last rank (default) or every rank")
     parser.add_argument("--timeout", type=positive_int, default=1800, metavar="S", help="per planned rank")
@@ -78,6 +79,8 @@ def _find_max_batch(args, target, options) -> int:
     from ascend_compat.cli._common import USAGE, CliError
     from ascend_compat.plan.search import BatchArgumentError, find_max_batch
 
+    if not args.find_max_batch.startswith("-"):
+        args.find_max_batch = "--" + args.find_max_batch
     try:
         best, result, tried = find_max_batch(target, args.find_max_batch, options,
                                              progress=options["progress"])

@@ -67,6 +67,14 @@ def installed(rec, steps: int, stop, progress: bool):
         rec.resized(self, old, int(size))  # a FakeTensor's storage reports "meta": the recorder knows its own
         return out
 
+    apply = torch.nn.Module._apply
+
+    def _apply(module, fn, *args, **kwargs):  # .to()/.cuda()/to_empty(): what a module holds are parameters
+        out = apply(module, fn, *args, **kwargs)
+        _mark_module(rec, module)
+        return out
+
+    torch.nn.Module._apply = _apply
     handles = [register_module_forward_pre_hook(forward_pre), register_optimizer_step_pre_hook(step_pre),
                register_optimizer_step_post_hook(step_post)]
     torch.UntypedStorage.resize_ = resize_
@@ -79,6 +87,7 @@ def installed(rec, steps: int, stop, progress: bool):
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             yield
     finally:
+        torch.nn.Module._apply = apply
         scaler._maybe_opt_step = maybe_step
         torch.UntypedStorage.resize_ = resize
         for h in handles:
