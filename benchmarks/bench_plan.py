@@ -61,7 +61,8 @@ def plan(extra, devices=1) -> tuple:
 def accelerate_estimate() -> float:
     from accelerate.commands.estimate import estimate_training_usage
 
-    return estimate_training_usage(params() * 4, "bf16")["total"]
+    # what `accelerate estimate-memory --dtypes bfloat16` prints as "Training using Adam (Peak vRAM)"
+    return max(estimate_training_usage(params() * 4, "bfloat16").values())
 
 
 def deepspeed_estimates() -> dict:

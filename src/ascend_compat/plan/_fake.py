@@ -8,7 +8,8 @@ storage-less PrivateUse1 device would have needed a second execution path throug
 kernel. What it needs here:
 
 * ``Module.to()`` swaps FakeTensor parameters (``torch.utils.swap_tensors``), which refuses tensors
-  with weak references; the converter's memo holds one. :func:`enter` drops those memo entries first.
+  with weak references; the converter's memo and the dispatch cache's finalizers hold some. :func:`enter`
+  drops those memo entries and runs those finalizers (they evict the cache entries keyed by the tensor) first.
 * FakeTensor kernels (``register_fake``) for torch_npu ops that have none: ``npu_fusion_attention`` and
   its grad, with the output shapes of the simulator's references (float32 ``[B, N, Sq, 8]`` statistics).
 * ``.item()`` of a FakeTensor answers a stand-in value (``_record._stand_in_value``).
@@ -18,6 +19,7 @@ kernel. What it needs here:
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import torch
 
@@ -81,13 +83,22 @@ def enter():
 
     register_fake_kernels()
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    memo = mode.fake_tensor_converter.meta_converter.tensor_memo
+    converter = mode.fake_tensor_converter.meta_converter
+    memo = converter.tensor_memo
     swap = torch.utils.swap_tensors
 
     def swap_tensors(t1, t2):
         for t in (t1, t2):
             for k in [k for k, v in list(memo.items()) if v is t]:
                 del memo[k]
+            lookup = getattr(converter.describer, "lookup_tensor", None)
+            if lookup is not None and t in lookup:
+                del lookup[t]
+            # the dispatch cache's finalizers on ``t`` evict the cache entries keyed by its id: run them now
+            # (the swapped object keeps its id but not its metadata)
+            for fin, info in list(weakref.finalize._registry.items()):
+                if info.weakref() is t:
+                    fin()
         return swap(t1, t2)
 
     torch.utils.swap_tensors = swap_tensors

@@ -81,6 +81,18 @@ def _fake_process_groups(world: int, rank: int) -> None:
             self.register_comm_hook(self.process_group, _allreduce_hook)
 
     ddp.DistributedDataParallel.__init__ = ddp_init
+    from ascend_compat.cuda_shim import _import_hooks
+
+    _import_hooks.watch(["deepspeed.runtime.zero.utils"], _deepspeed_checks)
+
+
+def _deepspeed_checks(name: str) -> None:
+    """DeepSpeed ZeRO-3 compares list lengths across ranks by reading a broadcast value; a fake group
+    broadcasts nothing, and identical fake ranks agree by construction."""
+    module = sys.modules[name]
+    for fn in ("assert_lst_len_same_as_other_ranks", "assert_ints_same_as_other_ranks"):
+        if hasattr(module, fn):
+            setattr(module, fn, lambda *a, **k: None)
 
 
 def _allreduce_hook(group, bucket):
