@@ -89,6 +89,8 @@ from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
 from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 h, L, a, ffn, V, s, b = 4096, 32, 32, 11008, 32000, 2048, 1
 dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
+from torch.distributed.device_mesh import init_device_mesh
+mesh = init_device_mesh("cpu", (8,))  # before FakeTensorMode, as torchtitan does
 class Block(nn.Module):
     def __init__(self):
         super().__init__(); self.n1 = nn.RMSNorm(h); self.qkv = nn.Linear(h, 3 * h, bias=False)
@@ -112,8 +114,8 @@ with FakeTensorMode():
     with torch.device("meta"):
         model = M()
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for l in model.layers: fully_shard(l, mp_policy=mp)
-    fully_shard(model, mp_policy=mp)
+    for l in model.layers: fully_shard(l, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp)
     model.to_empty(device="cpu")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     tracker = FSDPMemTracker(model, opt)

@@ -106,8 +106,6 @@ def plan_rank(target: Sequence[str], rank: int, world: int, *, module: Optional[
                             "internal", 4)
         with open(out_path, encoding="utf-8") as fh:
             result = json.load(fh)
-    if progress and proc.stderr:
-        sys.stderr.write("".join(line + "\n" for line in proc.stderr.splitlines() if line.startswith("plan:")))
     return result
 
 
@@ -124,9 +122,12 @@ def plan(target: Sequence[str], *, module: Optional[str] = None, devices: int = 
     planned = [0] if devices == 1 or ranks == "edges" and devices == 1 else (
         list(range(devices)) if ranks == "all" else sorted({0, devices - 1}))
     results = []
-    for r in planned:
+    for i, r in enumerate(planned):
         if on_rank is not None:
             on_rank(r)
+        if progress:
+            print(f"plan: rank {r} ({i + 1} of {len(planned)} planned, world size {devices})", file=sys.stderr,
+                  flush=True)
         res = plan_rank(target, r, devices, module=module, steps=steps, soc=soc, capacity=capacity,
                         progress=progress, timeout=timeout)
         if res["status"] == "failed":

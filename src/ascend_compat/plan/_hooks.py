@@ -48,7 +48,7 @@ def installed(rec, steps: int, stop, progress: bool):
         rec.step_marks.append((rec.step, len(rec.events), len(rec.ops)))
         if progress:
             print(f"plan: step {rec.step}/{steps}: {len(rec.ops)} ops, peak "
-                  f"{rec.peak_allocated / 2**30:.2f} GiB allocated", file=sys.stderr, flush=True)
+                  f"{rec.peak_allocated / 2**30:.2f} GiB allocated", file=sys.__stdout__, flush=True)
         if rec.step >= steps:
             raise stop()
 
