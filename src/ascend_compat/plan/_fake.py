@@ -12,7 +12,8 @@ kernel. What it needs here:
   drops those memo entries and runs those finalizers (they evict the cache entries keyed by the tensor) first.
 * FakeTensor kernels (``register_fake``) for torch_npu ops that have none: ``npu_fusion_attention`` and
   its grad, with the output shapes of the simulator's references (float32 ``[B, N, Sq, 8]`` statistics).
-* ``.item()`` of a FakeTensor answers a stand-in value (``_record._stand_in_value``).
+* ``.item()`` of a FakeTensor answers a stand-in value (``_record._stand_in_value``), and so does
+  ``f"{t:.4f}"`` of a 0-dim one.
 * the optimizers pick their foreach kernels for FakeTensor parameters as for real ones (their check
   is ``type(p) in _foreach_supported_types``), so a plan allocates what the real step allocates.
 """
@@ -105,6 +106,10 @@ def enter():
     from torch._subclasses.fake_tensor import FakeTensor
     from torch.optim import optimizer
 
+    # f"{loss:.4f}" of a 0-dim tensor formats its value; Tensor.__format__ does so for exact Tensors only
+    fake_format = FakeTensor.__dict__.get("__format__")
+    FakeTensor.__format__ = lambda self, spec: (self.item().__format__(spec) if self.dim() == 0
+                                                else torch.Tensor.__format__(self, spec))
     supported = optimizer._foreach_supported_types
     added = FakeTensor not in supported
     if added:
@@ -116,3 +121,7 @@ def enter():
         torch.utils.swap_tensors = swap
         if added:
             supported.remove(FakeTensor)
+        if fake_format is None:
+            del FakeTensor.__format__
+        else:
+            FakeTensor.__format__ = fake_format

@@ -242,9 +242,10 @@ class Recorder(TorchDispatchMode):
             return NotImplemented
         if func is torch.ops.aten._local_scalar_dense.default and _is_fake(args[0]):
             return _stand_in_value(args[0])
-        if _host_bookkeeping(func, args, kwargs) and _from_distributed_cxx(sys._getframe(1)):
-            # small host tensors torch.distributed fills and reads (DDP's bucket indices, DeviceMesh's rank
-            # grid): real host memory, so their values exist
+        if _host_bookkeeping(func, args, kwargs):
+            # small host tensors and what is computed from them alone stay real, so their values exist:
+            # batch indices and token ids a data loader slices with, DeviceMesh's rank grid, DDP's bucket
+            # indices; large host tensors (a model built on the CPU) stay storage-less
             from torch.utils._python_dispatch import _disable_current_modes
 
             with _disable_current_modes():
@@ -291,19 +292,26 @@ _FACTORIES = {torch.ops.aten.empty.memory_format, torch.ops.aten.zeros.default, 
 
 
 def _host_bookkeeping(func, args, kwargs) -> bool:
-    """A small host factory, or an op on real host tensors only."""
-    if func in _FACTORIES:
+    """A small host factory, or an op on real host tensors only that does not leave the host."""
+    if func in _FACTORIES or func in _RANDOM_FACTORIES:
         return _small_host_factory(args, kwargs)
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "cpu":
+        return False
     tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
     return bool(tensors) and all(t.device.type == "cpu" and not _is_fake(t) for t in tensors)
-_PARALLEL_DIR = os.path.join(_TORCH_DIR, "nn", "parallel") + os.sep
+_RANDOM_FACTORIES = {torch.ops.aten.randint.default, torch.ops.aten.randint.low, torch.ops.aten.randperm.default,
+                     torch.ops.aten.scalar_tensor.default, torch.ops.aten.ones.default, torch.ops.aten.rand.default,
+                     torch.ops.aten.randn.default, torch.ops.aten.full.default}
 
 
 def _small_host_factory(args, kwargs) -> bool:
     device = kwargs.get("device")
     if device is not None and torch.device(device).type != "cpu":
         return False
-    size = args[0] if args else kwargs.get("size", ())
+    if args and not isinstance(args[0], (list, tuple)) and not isinstance(args[0], int):
+        return True  # scalar_tensor
+    size = kwargs.get("size", args[-1] if args and isinstance(args[-1], (list, tuple)) else (args[0] if args else ()))
     if not isinstance(size, (list, tuple)):  # arange's end
         return isinstance(size, int) and size <= 1 << 16
     n = 1
@@ -312,13 +320,6 @@ def _small_host_factory(args, kwargs) -> bool:
     return n <= 1 << 16
 
 
-def _from_distributed_cxx(f) -> bool:
-    """The innermost Python frame (decorators skipped) is torch.distributed's or DDP's (the op came from
-    their C++)."""
-    while f is not None and f.f_code.co_filename.startswith(_WRAPPERS):
-        f = f.f_back
-    name = f.f_code.co_filename if f is not None else ""
-    return name.startswith(_DIST_DIR) or name.startswith(_PARALLEL_DIR)
 _WRAPPERS = (os.path.join(_TORCH_DIR, "_dynamo") + os.sep, os.path.join(_TORCH_DIR, "_compile.py"),
              os.path.join(_TORCH_DIR, "utils", "_device.py"), os.path.join(_OWN_DIR, "cuda_shim") + os.sep,
              os.path.join(_OWN_DIR, "simulator") + os.sep)
