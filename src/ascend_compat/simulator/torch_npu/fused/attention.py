@@ -334,13 +334,22 @@ def npu_fusion_attention(
     with torch_npu's one fused kernel (its intermediates never reach the caching allocator); with dropout
     the mask is drawn from the device's generator.
     """
-    if query.device.type == "npu" and keep_prob >= 1.0 and dropout_mask is None:
+    if query.device.type == "npu" and keep_prob >= 1.0 and dropout_mask is None and not _differentiable(
+            query, key, value, pse, sink):
         return _dispatch.call_on_host(_fusion_attention_host, (
             query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob, pre_tockens,
             next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink))
     return _fusion_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                              keep_prob, pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen,
                              sparse_mode, softmax_layout, sink, dropout_mask, replay=None)
+
+
+def _differentiable(*tensors) -> bool:
+    """True when autograd must see the reference's own ops: called as a Python function (not as the
+    registered op, whose kernel runs below autograd with its own backward) on inputs that need grad."""
+    if torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.AutogradPrivateUse1):
+        return False
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 def _fusion_attention_host(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
