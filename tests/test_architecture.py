@@ -15,7 +15,7 @@ LAYERS = {
     "errors": 1,
     "simulator": 2, "cuda_shim": 2,
     "ecosystem": 3, "coverage": 3, "analysis": 3, "doctor": 3, "perf": 3, "accuracy": 3,
-    "_inherit": 4, "_activation": 4, "_boot": 4, "_transfer_to_npu": 5, "__init__": 5,
+    "_inherit": 4, "_activation": 4, "_boot": 4, "plan": 5, "_transfer_to_npu": 5, "__init__": 5,
     "cli": 6, "__main__": 6,
 }
 

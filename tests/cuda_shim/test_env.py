@@ -24,8 +24,11 @@ def test_visible_devices_invalid_values_explain(value, why):
 
 
 def test_alloc_conf_keeps_known_keys():
-    conf, dropped = translate_alloc_conf("max_split_size_mb:128,roundup_power2_divisions:4,expandable_segments:True")
-    assert conf == "max_split_size_mb:128,expandable_segments:True" and dropped == ["roundup_power2_divisions"]
+    # roundup_power2_divisions: torch_npu 2.9 on; backend: CUDA's allocator choice, unknown to torch_npu
+    conf, dropped = translate_alloc_conf("max_split_size_mb:128,roundup_power2_divisions:4,backend:cudaMallocAsync,"
+                                         "expandable_segments:True")
+    assert conf == "max_split_size_mb:128,roundup_power2_divisions:4,expandable_segments:True"
+    assert dropped == ["backend"]
 
 
 def test_env_change_applies_and_reverts_exactly():

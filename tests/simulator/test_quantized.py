@@ -149,13 +149,14 @@ def test_capacity_applies_to_quantized_tensors():
 import warnings
 warnings.simplefilter("ignore")
 import ascend_compat.simulator as sim
-sim.install(memory_capacity=4096)
+sim.install(memory_capacity="2M")
 import torch
-x = torch.zeros(900, device="npu")  # 3600 bytes: one 4096-byte block
+x = torch.zeros(250_000, device="npu")  # two 1 MB blocks fill the one 2 MiB small segment that fits
+y = torch.zeros(250_000, device="npu")
 try:
-    torch._empty_affine_quantized((600,), scale=1.0, zero_point=0, dtype=torch.qint8, device="npu")
+    torch._empty_affine_quantized((600_000,), scale=1.0, zero_point=0, dtype=torch.qint8, device="npu")
 except torch.OutOfMemoryError as exc:
-    print("oom", str(exc).startswith("NPU out of memory. Tried to allocate 1024 bytes"))
+    print("oom", str(exc).startswith("NPU out of memory. Tried to allocate 2.00 MiB"))
 """))
     assert out.split() == ["oom", "True"]
 

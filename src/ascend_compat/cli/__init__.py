@@ -26,6 +26,7 @@ COMMANDS = {
     "audit": "audit",
     "profile": "profile",
     "compare": "compare",
+    "plan": "plan",
 }
 
 

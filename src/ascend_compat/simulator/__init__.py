@@ -99,7 +99,7 @@ def _install(cfg: SimConfig) -> None:
     _selftest.check_torch()
 
     _state.config = cfg
-    _memory.init(cfg.devices, cfg.memory_capacity)
+    _memory.init(cfg.devices, None, cfg.torch_npu_version)  # the capacity after the self-checks
     _float64.init(cfg.float64)
     guard = _guard.choose(cfg.devices)
     _rng.init(cfg.devices)
@@ -130,6 +130,7 @@ def _install(cfg: SimConfig) -> None:
     _patches.apply()
     _autograd.apply(cfg.autograd_threads, python_guard=not _guard.cxx_guard_active())
     _selftest.probe_installed()
+    _memory.restart(cfg.memory_capacity)
     _install_torch_npu_stand_in()
     from ascend_compat.simulator import _distributed, _dynamo, _ipc
     from ascend_compat.simulator.torch_npu.npu import device as device_api

@@ -11,18 +11,17 @@ preservation) for as long as the capsule's owner, the device storage, lives, so 
 exactly when the last device view dies. A storage deleter written with ctypes would run Python while
 C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulator_pitfalls.md, pitfall 6).
 
-Sizes are accounted as torch_npu's caching allocator rounds them (+32 bytes, then 512-byte blocks).
-Nothing is cached, so "reserved" equals "allocated".
+Every allocation is a block of torch_npu's caching allocator (:mod:`.caching_allocator`): sizes rounded
+as torch_npu rounds them, segments cached, "reserved" and OOM as on Ascend.
 
 Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``host_storage``, ``to_device``, ``memory_stats``, ``memory_allocated``,
-``max_memory_allocated``, ``reset_peak_memory_stats``, ``reset_accumulated_memory_stats``,
-``capacity``, ``set_capacity``.
+``max_memory_allocated``, ``memory_reserved``, ``empty_cache``, ``reset_peak_memory_stats``,
+``reset_accumulated_memory_stats``, ``capacity``, ``set_capacity``, ``set_allowed``, ``allocator``.
 """
 from __future__ import annotations
 
 import collections
 import ctypes
-from itertools import accumulate
 import os
 import threading
 import weakref
@@ -84,6 +83,8 @@ def _first_allocation() -> None:
     # (ASCEND_RT_VISIBLE_DEVICES empty, duplicated "0,0" or descending ids, which torch_npu's
     # device_count() counts as 0) that fails, so nothing can be allocated either
     _state.check_index(_state.current_device())
+    if _conf_error is not None:
+        raise RuntimeError(f"{_conf_error} (PYTORCH_NPU_ALLOC_CONF={os.environ.get('PYTORCH_NPU_ALLOC_CONF')!r})")
     lazy_init = getattr(getattr(torch, "npu", None), "_lazy_init", None)
     if lazy_init is not None:
         lazy_init()
@@ -171,138 +172,115 @@ def _lazy_bits(t: torch.Tensor, host: torch.Tensor) -> torch.Tensor:
 
 # --- accounting ---------------------------------------------------------------------------
 
-# Counters per device, flat for speed: for each of the pools "all", "small_pool", "large_pool"
-# (offset 0, 12, 24): block bytes, allocation count and requested bytes, each as
-# current/peak/allocated/freed. There is no cache, so block bytes are also the "reserved" and
-# "active" bytes and the allocation count is also the segment/active count.
-_POOLS = ("all", "small_pool", "large_pool")
-_GROUPS = ("bytes", "count", "requested")
-_FIELDS = ("current", "peak", "allocated", "freed")
-_NCOUNTERS = 36
+# Each device has torch_npu's caching allocator (``caching_allocator.DeviceAllocator``): every device
+# storage is one block of it, so "reserved" (segments), fragmentation, ``empty_cache`` and the OOM
+# message behave as on Ascend. Allocations (+) and releases (-) are queued as events and replayed into
+# the allocator in order when a reader needs the counters (peaks stay exact), so the hot path never
+# takes the lock; with a capacity or a per-process limit each allocation is replayed at once, as it may
+# fail.
+_SMALL_SIZE = 1 << 20  # torch_npu's kSmallSize: blocks up to 1 MiB come from the small pool
 
 
-class _DeviceStats:
-    __slots__ = ("c", "num_ooms", "capacity")
+class _Device:
+    __slots__ = ("alloc", "capacity", "allowed")
 
-    def __init__(self):
-        self.c = [0] * _NCOUNTERS
-        self.num_ooms = 0
-        self.capacity: Optional[int] = None
+    def __init__(self, capacity: Optional[int], conf):
+        from ascend_compat.simulator.caching_allocator import DeviceAllocator
 
-    def get(self, group, pool, field):
-        return self.c[_POOLS.index(pool) * 12 + _GROUPS.index(group) * 4 + _FIELDS.index(field)]
+        self.capacity = capacity
+        self.allowed: Optional[int] = None
+        self.alloc = DeviceAllocator(conf, capacity=capacity)
+
+    @property
+    def limited(self) -> bool:
+        return self.capacity is not None or self.allowed is not None
 
 
 _devices: list = []
+_conf_error: Optional[str] = None  # an invalid PYTORCH_NPU_ALLOC_CONF: raised at the first allocation
 
 
-def init(num_devices: int, capacity: Optional[int]) -> None:
-    """Set up per-device accounting (called once by ``install``)."""
+def init(num_devices: int, capacity: Optional[int], torch_npu_version: Optional[str] = None) -> None:
+    """Set up per-device allocators (called once by ``install``); ``PYTORCH_NPU_ALLOC_CONF`` is read
+    here, once, as torch_npu ``torch_npu_version`` reads it."""
     global _num_devices
+    from ascend_compat.knowledge import alloc_conf
+
+    global _conf_error
+    try:
+        conf, _conf_error = alloc_conf.from_env(torch_npu_version), None
+    except alloc_conf.AllocConfError as exc:  # torch_npu raises it at the first allocation
+        conf, _conf_error = alloc_conf.parse(None, torch_npu_version), str(exc)
     _num_devices = num_devices
-    _devices[:] = [_DeviceStats() for _ in range(num_devices)]
-    for d in _devices:
-        d.capacity = capacity
+    _devices[:] = [_Device(capacity, conf) for _ in range(num_devices)]
+    for i, d in enumerate(_devices):
+        d.alloc.device = i
+
+
+def restart(capacity: Optional[int]) -> None:
+    """Fresh allocators with ``capacity``, holding only the storages still alive: ``install`` calls it
+    after its self-checks, so a new process starts with nothing reserved, as torch_npu does."""
+    with _lock:
+        _flush()
+        conf = _devices[0].alloc.conf
+        _devices[:] = [_Device(capacity, conf) for _ in range(len(_devices))]
+        for i, d in enumerate(_devices):
+            d.alloc.device = i
+        for ref in list(_live.values()):
+            a = _devices[ref.index].alloc
+            cap, a.capacity = a.capacity, None
+            ref.block = a.malloc(ref.requested)
+            a.capacity = cap
+
+
+def allocator(index: int):
+    """The caching allocator model of device ``index`` (pending events applied)."""
+    _flush()
+    return _devices[index].alloc
 
 
 def round_size(nbytes: int) -> int:
     """Block size torch_npu's caching allocator uses for a request of ``nbytes`` (0 stays 0)."""
     if nbytes == 0:
         return 0
+    if _devices:
+        return _devices[0].alloc.round_size(nbytes)
     size = nbytes + 32
     return 512 * ((size + 511) // 512)
 
 
-def format_size(size: int) -> str:
-    """c10's ``format_size``: bytes up to 1 KiB, then KiB/MiB/GiB with two decimals."""
-    if size <= 1024:
-        return f"{size} bytes"
-    if size <= 1048576:
-        return f"{size / 1024.0:.2f} KiB"
-    if size <= 1073741824:
-        return f"{size / 1048576.0:.2f} MiB"
-    return f"{size / 1073741824.0:.2f} GiB"
-
-
-def _oom(index: int, block: int) -> None:
-    d = _devices[index]
-    d.num_ooms += 1
-    total = d.capacity or 0
-    allocated = d.c[0]
-    raise torch.OutOfMemoryError(
-        f"NPU out of memory. Tried to allocate {format_size(block)} (NPU {index}; "
-        f"{format_size(total)} total capacity; {format_size(allocated)} already allocated; "
-        f"{format_size(allocated)} current active; "
-        f"{format_size(max(0, total - allocated))} free; "
-        f"{format_size(allocated)} reserved in total by PyTorch)."
-        "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation."
-    )
+from ascend_compat.simulator.caching_allocator import format_size  # noqa: E402  (re-exported)
 
 
 class _Ref(weakref.ref):
-    """Weak reference to the host tensor behind one device allocation, with its accounting."""
+    """Weak reference to the host tensor behind one device allocation, with its allocator block."""
 
     __slots__ = ("index", "block", "requested", "ptr")
 
 
-# Allocation (+) and release (-) events not yet applied to the counters, in the order they
-# happened: appending is atomic and cheap, so the hot path never takes the lock. Readers of the
-# counters call _flush() first, which replays the events in order (peaks stay exact); _track
-# flushes every _FLUSH_EVERY events so the queue stays short.
 _pending: collections.deque = collections.deque()
 _FLUSH_EVERY = 4096
 
 
 def _flush() -> None:
-    """Apply the pending events to the counters, in order (peaks stay exact)."""
+    """Replay the pending events into the allocators, in order."""
     with _lock:
         n = len(_pending)
         if not n:
             return
         pop = _pending.popleft
-        events = [pop() for _ in range(n)]
-        if len(_devices) == 1:
-            _replay(_devices[0], events)
-            return
-        by_device: dict = {}
-        for ev in events:
-            by_device.setdefault(ev[0], []).append(ev)
-        for index, evs in by_device.items():
-            _replay(_devices[index], evs)
+        for _ in range(n):
+            ref, alloc = pop()
+            d = _devices[ref.index].alloc
+            if alloc:
+                ref.block = d.malloc(ref.requested)
+            elif ref.block is not None:
+                d.free(ref.block)
+                ref.block = None
 
 
-def _replay(d: "_DeviceStats", events: list) -> None:
-    """Apply ``(index, +-block, +-requested)`` events of one device: per pool and group, the
-    running sum gives current and peak, the absolute sum the allocated/freed totals (C-level
-    ``accumulate``/``sum``/``max``: the per-event cost stays far below a Python loop's)."""
-    c = d.c
-    _apply_pool(c, 0, events)
-    small = [e for e in events if -_SMALL_SIZE <= e[1] <= _SMALL_SIZE]
-    if small:
-        _apply_pool(c, 12, small)
-    if len(small) != len(events):
-        _apply_pool(c, 24, [e for e in events if not -_SMALL_SIZE <= e[1] <= _SMALL_SIZE])
-
-
-def _apply_pool(c: list, base: int, events: list) -> None:
-    blocks = [e[1] for e in events]
-    _apply(c, base, blocks)
-    _apply(c, base + 4, [1 if b > 0 else -1 for b in blocks])
-    _apply(c, base + 8, [e[2] for e in events])
-
-
-def _apply(c: list, i: int, deltas: list) -> None:
-    """Counters ``c[i:i+4]`` (current, peak, allocated, freed) after ``deltas`` in order."""
-    cur = c[i]
-    run = list(accumulate(deltas, initial=cur))
-    top = max(run)
-    if top > c[i + 1]:
-        c[i + 1] = top
-    total = run[-1] - cur
-    moved = sum(map(abs, deltas))
-    c[i] = run[-1]
-    c[i + 2] += (moved + total) // 2
-    c[i + 3] += (moved - total) // 2
+def _raise_oom(exc) -> None:
+    raise torch.OutOfMemoryError(str(exc)) from None
 
 
 def _release(ref) -> None:
@@ -311,28 +289,29 @@ def _release(ref) -> None:
     ptr = ref.ptr
     if _hosts.get(ptr) is ref:
         _hosts.pop(ptr, None)
-    _pending.append((ref.index, -ref.block, -ref.requested))
+    _pending.append((ref, False))
 
 
 def _track(host: torch.Tensor, index: int, requested: int) -> None:
     if requested == 0:
         return
-    block = ((requested + 543) // 512) * 512  # round_size, inlined: this is the hot path
-    if _devices[index].capacity is not None:
-        d = _devices[index]
-        with _lock:
-            _flush()
-            if d.c[0] + block > d.capacity:
-                _oom(index, block)
-            _pending.append((index, block, requested))
-    else:
-        _pending.append((index, block, requested))
-        if len(_pending) > _FLUSH_EVERY:
-            _flush()
     ref = _Ref(host, _release)
     ref.index = index
-    ref.block = block
     ref.requested = requested
+    ref.block = None
+    if _devices[index].limited:
+        from ascend_compat.simulator.caching_allocator import OutOfMemory
+
+        with _lock:
+            _flush()
+            try:
+                ref.block = _devices[index].alloc.malloc(requested)
+            except OutOfMemory as exc:
+                _raise_oom(exc)
+    else:
+        _pending.append((ref, True))
+        if len(_pending) > _FLUSH_EVERY:
+            _flush()
     ref.ptr = ptr = host.data_ptr()
     _live[id(ref)] = ref
     if not host.storage_offset():
@@ -340,13 +319,18 @@ def _track(host: torch.Tensor, index: int, requested: int) -> None:
 
 
 def _check_capacity(index: int, requested: int) -> None:
+    """Raise torch_npu's OOM now if a request of ``requested`` bytes could not be served (the block
+    is taken and returned: the allocator keeps the segment cached, as torch_npu would)."""
     d = _devices[index]
-    if d.capacity is not None:
-        block = round_size(requested)
+    if d.limited and requested:
+        from ascend_compat.simulator.caching_allocator import OutOfMemory
+
         with _lock:
             _flush()
-            if d.c[0] + block > d.capacity:
-                _oom(index, block)
+            try:
+                d.alloc.free(d.alloc.malloc(requested))
+            except OutOfMemory as exc:
+                _raise_oom(exc)
 
 
 # --- the funnel -------------------------------------------------------------------------------
@@ -451,62 +435,48 @@ def shared_host_aliases(ts) -> list:
 
 def memory_stats(index: int) -> dict:
     """Flat dict like ``torch.cuda.memory_stats``: ``"allocated_bytes.all.current"`` etc., plus ``num_ooms``."""
-    d = _devices[index]
-    out = {}
     with _lock:
         _flush()
-        for pool in _POOLS:
-            for field in _FIELDS:
-                nbytes, count, req = (d.get(g, pool, field) for g in _GROUPS)
-                for name in ("allocated_bytes", "reserved_bytes", "active_bytes"):
-                    out[f"{name}.{pool}.{field}"] = nbytes
-                for name in ("allocation", "segment", "active"):
-                    out[f"{name}.{pool}.{field}"] = count
-                out[f"requested_bytes.{pool}.{field}"] = req
-                out[f"inactive_split.{pool}.{field}"] = 0
-                out[f"inactive_split_bytes.{pool}.{field}"] = 0
-        out["num_ooms"] = d.num_ooms
-        out["num_alloc_retries"] = 0
-        out["num_device_alloc"] = d.get("count", "all", "allocated")
-        out["num_device_free"] = d.get("count", "all", "freed")
-        out["num_sync_all_streams"] = 0
-        out["max_split_size"] = -1
-        out["oversize_allocations.current"] = out["oversize_allocations.peak"] = 0
-        out["oversize_allocations.allocated"] = out["oversize_allocations.freed"] = 0
-        out["oversize_segments.current"] = out["oversize_segments.peak"] = 0
-        out["oversize_segments.allocated"] = out["oversize_segments.freed"] = 0
-    return dict(sorted(out.items()))
+        return dict(sorted(_devices[index].alloc.memory_stats().items()))
 
 
 def memory_allocated(index: int) -> int:
     """Bytes currently allocated on device ``index`` (torch_npu block sizes)."""
     _flush()
-    return _devices[index].c[0]
+    return _devices[index].alloc.allocated()
 
 
 def max_memory_allocated(index: int) -> int:
     """Peak of :func:`memory_allocated` since start or the last peak reset."""
     _flush()
-    return _devices[index].c[1]
+    return _devices[index].alloc.stats["allocated_bytes"][0].peak
+
+
+def memory_reserved(index: int) -> int:
+    """Bytes the caching allocator holds from the device (segments)."""
+    _flush()
+    return _devices[index].alloc.reserved()
+
+
+def empty_cache(index: int) -> None:
+    """Release every cached segment of device ``index`` that is wholly free."""
+    with _lock:
+        _flush()
+        _devices[index].alloc.empty_cache()
 
 
 def reset_peak_memory_stats(index: int) -> None:
     """Set every peak counter of device ``index`` to its current value."""
     with _lock:
         _flush()
-        c = _devices[index].c
-        for i in range(0, _NCOUNTERS, 4):
-            c[i + 1] = c[i]
+        _devices[index].alloc.reset_peak()
 
 
 def reset_accumulated_memory_stats(index: int) -> None:
     """Zero the "allocated"/"freed" totals and ``num_ooms`` of device ``index``."""
     with _lock:
         _flush()
-        d = _devices[index]
-        for i in range(0, _NCOUNTERS, 4):
-            d.c[i + 2] = d.c[i + 3] = 0
-        d.num_ooms = 0
+        _devices[index].alloc.reset_accumulated()
 
 
 def capacity(index: int) -> Optional[int]:
@@ -515,7 +485,16 @@ def capacity(index: int) -> Optional[int]:
 
 
 def set_capacity(index: int, nbytes: Optional[int]) -> None:
-    """Set (or with None remove) the simulated capacity of device ``index``."""
+    """Set (or with None remove) the simulated capacity (device total) of device ``index``."""
     if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0):
         raise ValueError(f"capacity must be a positive int or None, got {nbytes!r}")
-    _devices[index].capacity = nbytes
+    with _lock:
+        _flush()
+        _devices[index].capacity = _devices[index].alloc.capacity = nbytes
+
+
+def set_allowed(index: int, nbytes: Optional[int]) -> None:
+    """The per-process limit ``set_per_process_memory_fraction`` sets (torch_npu's ``allowed_memory_maximum``)."""
+    with _lock:
+        _flush()
+        _devices[index].allowed = _devices[index].alloc.allowed = nbytes

@@ -6,6 +6,7 @@ names once in the log (longest prefixes first, so the most specific reason wins)
 """
 from __future__ import annotations
 
+from ascend_compat.knowledge.alloc_conf import ALL_KEYS
 from ascend_compat.knowledge.env_vars import RECORDS
 
 ENV_MAP: dict[str, tuple[str, str | None]] = {
@@ -18,8 +19,5 @@ NO_EQUIVALENT: dict[str, str] = {
     if not r.shim_maps and r.rule in ("nccl-env", "cuda-env-other")
 }
 
-#: keys of PYTORCH_CUDA_ALLOC_CONF that the NPU caching allocator understands
-NPU_ALLOC_CONF_KEYS = frozenset({
-    "max_split_size_mb", "garbage_collection_threshold", "expandable_segments", "base_addr_aligned_kb",
-    "page_size", "pinned_use_background_threads",
-})
+#: keys of PYTORCH_CUDA_ALLOC_CONF that the NPU caching allocator understands (some torch_npu version)
+NPU_ALLOC_CONF_KEYS = ALL_KEYS

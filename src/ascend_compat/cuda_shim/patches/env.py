@@ -76,6 +76,7 @@ class EnvTranslation(Change):
     def __init__(self, environ: dict | None = None) -> None:
         self._env = os.environ if environ is None else environ
         self.set: dict[str, str] = {}
+        self.moved: dict[str, str] = {}  # variables taken out of the environment (restored by revert)
         self.notes: list[str] = []
 
     def apply(self) -> bool:
@@ -102,6 +103,9 @@ class EnvTranslation(Change):
                 continue
             env[npu_name] = value
             self.set[npu_name] = value
+            if cuda_name == "PYTORCH_ALLOC_CONF":
+                # torch_npu 2.10+ reads PYTORCH_ALLOC_CONF too and refuses it next to PYTORCH_NPU_ALLOC_CONF
+                self.moved[cuda_name] = env.pop(cuda_name)
             hit(f"env:{cuda_name}")
         for name in sorted(env):
             for prefix, advice in NO_EQUIVALENT.items():
@@ -120,3 +124,6 @@ class EnvTranslation(Change):
             if self._env.get(name) == value:
                 del self._env[name]
         self.set.clear()
+        for name, value in self.moved.items():
+            self._env.setdefault(name, value)
+        self.moved.clear()

@@ -336,11 +336,35 @@ def npu_fusion_attention(
     """``torch_npu.npu_fusion_attention`` reference; see the module docstring for the contract.
 
     Returns ``(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels)``.
-    ``gen_mask_parallel``/``sync``/``inner_precise`` only affect speed on the hardware.
+    ``gen_mask_parallel``/``sync``/``inner_precise`` only affect speed on the hardware. Without dropout,
+    npu inputs are computed on their host memory in one trip, so the device sees only the outputs, as
+    with torch_npu's one fused kernel (its intermediates never reach the caching allocator); with dropout
+    the mask is drawn from the device's generator.
     """
+    if query.device.type == "npu" and keep_prob >= 1.0 and dropout_mask is None and not _differentiable(
+            query, key, value, pse, sink):
+        return _dispatch.call_on_host(_fusion_attention_host, (
+            query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob, pre_tockens,
+            next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink))
     return _fusion_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale,
                              keep_prob, pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen,
                              sparse_mode, softmax_layout, sink, dropout_mask, replay=None)
+
+
+def _differentiable(*tensors) -> bool:
+    """True when autograd must see the reference's own ops: called as a Python function (not as the
+    registered op, whose kernel runs below autograd with its own backward) on inputs that need grad."""
+    if torch._C._dispatch_tls_is_dispatch_key_excluded(torch._C.DispatchKey.AutogradPrivateUse1):
+        return False
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _fusion_attention_host(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
+                           pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
+                           softmax_layout, sink):
+    return _fusion_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
+                             pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode,
+                             softmax_layout, sink, None, replay=None)
 
 
 def _fusion_attention(query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
@@ -611,7 +635,9 @@ def _grad(query, key, value, dy, head_num, input_layout, *, pse, padding_mask, a
                                 sparse_mode, softmax_layout, sink_l, None, replay=(seed, offset))[0]
         inputs = leaves + [t for t in (pse_l, sink_l) if t is not None]
         grads = torch.autograd.grad(out, inputs, dy, allow_unused=True)
-    dq, dk, dv = (g if g is not None else torch.zeros_like(t) for g, t in zip(grads[:3], leaves))
+    # contiguous, as torch_npu allocates them (apply_tensor_without_format: the input's sizes, no strides)
+    dq, dk, dv = (g.contiguous() if g is not None else torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+                  for g, t in zip(grads[:3], leaves))
     rest = list(grads[3:])
     dpse = rest.pop(0) if pse_l is not None else None
     dsink = rest.pop(0) if sink_l is not None else query.new_empty(0)

@@ -1,9 +1,9 @@
-"""Memory functions of the simulated ``torch.npu``, backed by the simulator's exact accounting.
+"""Memory functions of the simulated ``torch.npu``, backed by the simulator's caching-allocator model.
 
-The simulator has no caching allocator: every device allocation is a host allocation that is
-counted when made and uncounted when its storage dies. Consequently ``memory_reserved`` equals
-``memory_allocated`` (there is no cache), ``empty_cache`` has nothing to release, and
-``memory_stats`` values are exact. The device "total" that ``mem_get_info`` and
+Every device storage is a block of torch_npu's caching allocator as modelled in
+``simulator.caching_allocator`` (2 MiB small and 20 MiB large segments, splitting, the
+``PYTORCH_NPU_ALLOC_CONF`` options), so ``memory_reserved``, ``memory_stats``, ``memory_summary``,
+``memory_snapshot``, ``empty_cache`` and an OOM behave as on Ascend. The device "total" that ``mem_get_info`` and
 ``get_device_properties().total_memory`` report is ``install(memory_capacity=...)`` when given,
 else the SoC's HBM size (62432 MiB on a 64 GB Ascend910B3). Allocation is only limited when a
 capacity or a ``set_per_process_memory_fraction`` is set; then the simulator raises
@@ -150,12 +150,14 @@ def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None
     if fraction < 0 or fraction > 1:
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1" + pta_error("VALUE"))
     _fractions[idx] = fraction
-    _mem().set_capacity(idx, int(base_capacity(idx) * fraction))
+    _mem().allocator(idx).device_total = base_capacity(idx)
+    _mem().set_allowed(idx, int(base_capacity(idx) * fraction))
 
 
 def empty_cache() -> None:
-    """Nothing to release: the simulator frees device memory as soon as the last tensor dies."""
-    return None
+    """Release the cached segments that are wholly free, on every device (torch_npu empties all)."""
+    for idx in range(_dev.device_count()):
+        _mem().empty_cache(idx)
 
 
 def empty_virt_addr_cache() -> None:
@@ -202,17 +204,51 @@ def caching_allocator_delete(mem_ptr: int) -> None:
 
 
 def memory_snapshot(mempool_id: Any = None) -> List[Dict[str, Any]]:
-    """One segment per live raw allocation; tensor storages are not enumerated by the simulator."""
+    """The segments of every device's caching allocator, each with its blocks, in torch's snapshot shape."""
     out = []
-    with _raw_lock:
-        for ptr, block in _raw_blocks.items():
-            size = block.numel()
-            out.append({
-                "device": block.device.index, "address": ptr, "total_size": size, "allocated_size": size,
-                "active_size": size, "requested_size": size, "stream": 0, "segment_type": "large",
-                "blocks": [{"address": ptr, "size": size, "requested_size": size, "state": "active_allocated"}],
-            })
+    for idx in range(_dev.device_count()):
+        out.extend(_segments(idx))
     return out
+
+
+def _segments(idx: int) -> List[Dict[str, Any]]:
+    alloc = _mem().allocator(idx)
+    heads = {}
+    seen = set()
+
+    def walk(b):
+        while b.prev is not None:
+            b = b.prev
+        if id(b) in seen:
+            return
+        seen.add(id(b))
+        heads[b.addr] = b
+
+    for pool in (alloc.small, alloc.large):
+        for b in pool.blocks:
+            walk(b)
+    for b in _live_blocks(idx):
+        walk(b)
+    out = []
+    for addr in sorted(heads):
+        b, blocks = heads[addr], []
+        small = b.small
+        while b is not None:
+            if b.mapped:
+                blocks.append({"address": b.addr, "size": b.size, "requested_size": b.requested if b.allocated else 0,
+                               "state": "active_allocated" if b.allocated else "inactive"})
+            b = b.next
+        total = sum(x["size"] for x in blocks)
+        used = sum(x["size"] for x in blocks if x["state"] == "active_allocated")
+        out.append({"device": idx, "address": addr, "total_size": total, "allocated_size": used,
+                    "active_size": used, "requested_size": sum(x["requested_size"] for x in blocks), "stream": 0,
+                    "segment_type": "small" if small else "large", "blocks": blocks})
+    return out
+
+
+def _live_blocks(idx: int):
+    mem = _mem()
+    return [r.block for r in list(mem._live.values()) if r.index == idx and r.block is not None]
 
 
 def _fmt_size(sz: int, pref: int) -> str:
