@@ -33,6 +33,8 @@ op-plugin; every other version read from its newest PyPI wheel).
 
 Custom op schemas (``npu_op_schemas.json``, from one torch_npu wheel's codegen yaml): :func:`npu_op_schemas`.
 
+msprobe's accuracy standard (``accuracy_standard.json``, from Ascend/mstt): :func:`accuracy_standard`.
+
 Other tables: :func:`npu_api` / :func:`custom_api` (public names of ``torch_npu.npu`` / ``torch_npu``),
 :func:`cuda_api_map` (``torch.cuda`` -> ``torch.npu`` per version), :func:`version_matrix`,
 :func:`python_support`, :func:`recommended` (torch_npu / torch / CANN / Python pairings).
@@ -62,6 +64,7 @@ __all__ = [
     "custom_op_overloads",
     "exposed_custom_ops",
     "npu_op_schemas",
+    "accuracy_standard",
     "npu_api_versions",
     "npu_api",
     "custom_api",
@@ -231,6 +234,14 @@ def npu_op_schemas() -> Dict[str, Dict[str, Any]]:
     ``{"schema", "exposed", "autograd", "composite"}``, from the torch_npu wheel named in the table's
     ``_source`` (2.14.0). The returned dict is shared: do not modify it."""
     return load_table("npu_op_schemas.json")["ops"]
+
+
+def accuracy_standard() -> Dict[str, Any]:
+    """msprobe's accuracy standard (``accuracy_standard.json``, from Ascend/mstt): the standard each aten op
+    is judged by (``ops``, base names; every other op: benchmark comparison), the per-dtype thresholds
+    (``dtype``), the benchmark ratio limits, the ULP and thousandth limits. Read by
+    ``ascend_compat.accuracy.standard``. The returned dict is shared: do not modify it."""
+    return load_table("accuracy_standard.json")
 
 
 # ---------------------------------------------------------------- torch_npu.npu API
