@@ -8,12 +8,11 @@ the same op on the host copies, and compares each floating output (:mod:`.metric
 judged on the NPU's own inputs, so errors do not accumulate: the first departing op is where the
 NPU run starts to differ. Random ops, views and ``out=`` calls are not compared.
 
-Backward ops are reported where their forward op was written: while the comparison is active a
-``TorchFunctionMode`` tags each new autograd node (``grad_fn.metadata``) with the module path and
-user source line of the call that created it, and a backward op takes the tags of the node the
-autograd engine is running (``torch._C._current_autograd_node()``). Nodes created before the
-comparison started, or inside composite functions below the tagged call, fall back to the module
-and line current when the backward runs.
+The comparison is an op observer (:class:`ascend_compat.observe.OpObserver`, with
+``forward_sites``): backward ops are reported where their forward op was written (each autograd
+node is tagged with the module path and user source line of the call that created it). Nodes
+created before the comparison started, or inside composite functions below the tagged call, fall
+back to the module and line current when the backward runs.
 
 Cost controls: ``sample=k`` compares every k-th op call; ``ops`` / ``modules`` restrict it (op names
 such as ``aten::gelu``; module path prefixes such as ``Llama.layers.0``); ``steps=n`` compares the
@@ -25,11 +24,11 @@ Works on real torch_npu and on the simulated NPU alike (it relies on nothing of 
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ascend_compat.accuracy.metrics import Metrics, measure, tolerance
+from ascend_compat.observe.observer import OpCall, OpObserver
 
 __all__ = ["compare", "compare_model", "Comparison", "OpResult"]
 
@@ -91,7 +90,7 @@ def compare_model(model, *inputs, backward: bool = True, **options):
     return comparison.report()
 
 
-class Comparison:
+class Comparison(OpObserver):
     """The context manager :func:`compare` returns; :meth:`report` gives the findings."""
 
     def __init__(self, reference, tolerances, sample, ops, modules, steps, max_numel, auto_step, max_records):
@@ -112,11 +111,9 @@ class Comparison:
         self.step_index = 0
         self.skipped: Dict[str, int] = {}
         self._calls: Dict[str, int] = {}
-        self._mode = None
-        self._tagger = None
         self._hooks: List[Any] = []
-        self._modules = None
-        self._thread = None
+        self._host = None
+        super().__init__(own_thread=True, modules=True, forward_sites=True)
 
     # ------------------------------------------------------------------ steps
     @property
@@ -125,37 +122,29 @@ class Comparison:
 
     def step(self) -> None:
         self.step_index += 1
-        if self._modules is not None:
-            self._modules.clear()
+        self.module_stack.clear()
 
     # ------------------------------------------------------------------ enter / exit
     def __enter__(self) -> "Comparison":
         from torch.optim import optimizer as optim_module
 
-        from ascend_compat.coverage._context import ModuleStack
-
-        self._thread = threading.get_ident()
-        self._modules = ModuleStack().install()
         if self.auto_step:
             self._hooks.append(optim_module.register_optimizer_step_post_hook(lambda *a, **k: self.step()))
-        self._tagger = _make_tagger(self)
-        self._tagger.__enter__()
-        self._mode = _make_mode(self)
-        self._mode.__enter__()
+        self._host = _host_runner(self)
+        self.start_observing()
         return self
 
     def __exit__(self, *exc_info) -> None:
-        mode, self._mode = self._mode, None
-        if mode is not None:
-            mode.__exit__(*exc_info)
-        tagger, self._tagger = self._tagger, None
-        if tagger is not None:
-            tagger.__exit__(*exc_info)
+        self.stop_observing(exc_info)
         for hook in self._hooks:
             hook.remove()
         self._hooks.clear()
-        if self._modules is not None:
-            self._modules.remove()
+
+    def watching(self) -> bool:
+        return self.active
+
+    def on_op(self, call: OpCall):
+        return self._host(call)
 
     def report(self, backend: str = ""):
         from ascend_compat.accuracy.report import AccuracyReport
@@ -181,48 +170,13 @@ class Comparison:
         self.skipped[why] = self.skipped.get(why, 0) + 1
 
 
-_WHERE = "ascend_compat.accuracy.where"  # grad_fn.metadata key: (module path, user frame)
-
-
-def _make_tagger(comparison: Comparison):
-    """A ``TorchFunctionMode`` tagging new autograd nodes with their module and source line."""
+def _host_runner(comparison: Comparison):
+    """``run(call)``: the op on the NPU, then on host copies of its inputs, compared."""
     import torch
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._pytree import tree_flatten
+    from torch.utils._pytree import tree_map
 
-    from ascend_compat.coverage._routing import user_frame
-
-    Tensor = torch.Tensor
-
-    class _Tagger(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            res = func(*args, **(kwargs or {}))
-            c = comparison
-            if not c.active or not torch.is_grad_enabled() or threading.get_ident() != c._thread:
-                return res
-            where = None
-            for t in tree_flatten(res)[0]:
-                node = t.grad_fn if isinstance(t, Tensor) else None
-                if node is not None and _WHERE not in node.metadata:
-                    if where is None:
-                        where = (c._modules.current(), user_frame(2))
-                    node.metadata[_WHERE] = where
-            return res
-
-    return _Tagger()
-
-
-def _make_mode(comparison: Comparison):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten, tree_map
-
-    from ascend_compat.coverage._routing import qualified, user_frame
-
-    device = torch._C._get_privateuse1_backend_name()
     ref_dtype = getattr(torch, comparison.reference)
     Tensor = torch.Tensor
-    current_node = torch._C._current_autograd_node
     nondeterministic = torch.Tag.nondeterministic_seeded
 
     def host_copy(x):
@@ -240,56 +194,49 @@ def _make_mode(comparison: Comparison):
         bits = torch.finfo(ref_t.dtype).bits
         return bits > torch.finfo(npu_t.dtype).bits and bits > torch.finfo(ref_dtype).bits
 
-    def on_device(flat) -> bool:
-        return any(isinstance(t, Tensor) and t.device.type == device for t in flat)
-
-    class _CompareMode(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            c = comparison
-            flat, _ = tree_flatten((args, kwargs))
-            if not c.active or threading.get_ident() != c._thread or not on_device(flat):
-                return func(*args, **kwargs)
-            c.seen += 1
-            name = qualified(func)
-            if func.is_view or nondeterministic in func.tags or "out" in kwargs:
-                return func(*args, **kwargs)
-            node = current_node()
-            where = node.metadata.get(_WHERE) if node is not None else None
-            module = where[0] if where is not None else c._modules.current()
-            if not c.wanted(name, module):
-                return func(*args, **kwargs)
-            if c.seen % c.sample:
-                c.skip("sampling")
-                return func(*args, **kwargs)
-            host_args, host_kwargs = tree_map(host_copy, (args, kwargs))
-            out = func(*args, **kwargs)
-            try:
-                ref = func(*host_args, **host_kwargs)
-            except Exception as exc:  # the host has no kernel for it (npu:: ops, a dtype): not comparable
-                c.skip(f"no host reference ({type(exc).__name__})")
-                return out
-            mutated = func._schema.is_mutable
-            pairs = _pairs((args[0], host_args[0]) if mutated and args else (out, ref))
-            worst = None
-            for npu_t, ref_t in pairs:
-                if c.max_numel is not None and npu_t.numel() > c.max_numel:
-                    c.skip("max_numel")
-                    continue
-                dtype = str(npu_t.dtype)[6:]
-                rtol, atol = tolerance(dtype, c.tolerances)
-                m = measure(npu_t, ref_t, rtol, atol)
-                if narrower(npu_t, ref_t):  # e.g. float64 asked for, float32 given (torch_npu's downcast)
-                    m = m.with_dtype_loss(str(ref_t.dtype)[6:])
-                if worst is None or (m.departs, m.violation) > (worst[0].departs, worst[0].violation):
-                    worst = (m, dtype, rtol, atol)
-            if worst is not None:
-                c._calls[name] = c._calls.get(name, 0) + 1
-                m, dtype, rtol, atol = worst
-                site = where[1] if where is not None else user_frame(2)
-                c.add(OpResult(c.compared + 1, name, c._calls[name], dtype, module, site,
-                               "backward" if node is not None else "forward", m, rtol, atol))
+    def run(call: OpCall):
+        c = comparison
+        func, args, kwargs = call.func, call.args, call.kwargs
+        if not call.tensor_on_device:
+            return call.run()
+        c.seen += 1
+        name = call.name
+        if func.is_view or nondeterministic in func.tags or "out" in kwargs:
+            return call.run()
+        module, site = c.origin(call)
+        if not c.wanted(name, module):
+            return call.run()
+        if c.seen % c.sample:
+            c.skip("sampling")
+            return call.run()
+        host_args, host_kwargs = tree_map(host_copy, (args, kwargs))
+        out = call.run()
+        try:
+            ref = func(*host_args, **host_kwargs)
+        except Exception as exc:  # the host has no kernel for it (npu:: ops, a dtype): not comparable
+            c.skip(f"no host reference ({type(exc).__name__})")
             return out
+        mutated = func._schema.is_mutable
+        pairs = _pairs((args[0], host_args[0]) if mutated and args else (out, ref))
+        worst = None
+        for npu_t, ref_t in pairs:
+            if c.max_numel is not None and npu_t.numel() > c.max_numel:
+                c.skip("max_numel")
+                continue
+            dtype = str(npu_t.dtype)[6:]
+            rtol, atol = tolerance(dtype, c.tolerances)
+            m = measure(npu_t, ref_t, rtol, atol)
+            if narrower(npu_t, ref_t):  # e.g. float64 asked for, float32 given (torch_npu's downcast)
+                m = m.with_dtype_loss(str(ref_t.dtype)[6:])
+            if worst is None or (m.departs, m.violation) > (worst[0].departs, worst[0].violation):
+                worst = (m, dtype, rtol, atol)
+        if worst is not None:
+            c._calls[name] = c._calls.get(name, 0) + 1
+            m, dtype, rtol, atol = worst
+            c.add(OpResult(c.compared + 1, name, c._calls[name], dtype, module, site,
+                           "backward" if torch._C._current_autograd_node() is not None else "forward",
+                           m, rtol, atol))
+        return out
 
     def _pairs(pair):
         npu, ref = pair
@@ -299,4 +246,4 @@ def _make_mode(comparison: Comparison):
             return [p for a, b in zip(npu, ref) for p in _pairs((a, b))]
         return []
 
-    return _CompareMode()
+    return run

@@ -60,6 +60,7 @@ __all__ = [
     "is_native",
     "quantized_ops",
     "would_fall_back",
+    "composite_kernel",
     "custom_ops",
     "custom_op_overloads",
     "exposed_custom_ops",
@@ -181,11 +182,22 @@ def is_native(op: str, torch_npu_version: Optional[str] = None) -> bool:
     return normalize_op_name(op) in native_ops(torch_npu_version)
 
 
-_COMPOSITE_KEYS = (
-    "CompositeImplicitAutograd",
-    "CompositeExplicitAutograd",
+#: composite dispatch keys, in the order the dispatcher prefers them for a backend without a kernel
+COMPOSITE_KEYS = (
     "CompositeExplicitAutogradNonFunctional",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutograd",
 )
+
+
+def composite_kernel(qualified: str) -> Optional[str]:
+    """The composite dispatch key whose kernel the installed torch runs for ``qualified``
+    (``"aten::gelu"``, ``"aten::add.Tensor"``) on a backend without a kernel of its own, or None
+    (the op then reaches the backend's fallback). Imports torch."""
+    import torch
+
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return next((key for key in COMPOSITE_KEYS if has(qualified, key)), None)
 
 
 def would_fall_back(op: str, torch_npu_version: Optional[str] = None) -> bool:
@@ -205,7 +217,7 @@ def would_fall_back(op: str, torch_npu_version: Optional[str] = None) -> bool:
         torch._C._dispatch_find_schema_or_throw("aten::" + base, overload)
     except RuntimeError:
         raise ValueError(f"torch {torch.__version__} has no operator aten::{name}") from None
-    return not any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k) for k in _COMPOSITE_KEYS)
+    return composite_kernel(qualified) is None
 
 
 @functools.lru_cache(maxsize=None)
