@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
-__all__ = ["Verdict", "judge", "standard_of", "STANDARDS", "FLOAT32_MAGNITUDE_FLOOR"]
+__all__ = ["Verdict", "judge", "standard_of", "STANDARDS", "FLOAT32_MAGNITUDE_FLOOR", "finite_or_text"]
 
 STANDARDS = ("benchmark", "absolute_threshold", "binary_consistency", "ulp", "thousandth")
 
@@ -73,9 +73,9 @@ class Verdict:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"standard": self.standard, "departs": self.departs, "criterion": self.criterion or None,
-                "excess": _finite(self.excess), "nan_origin": self.nan_origin,
-                "npu": {k: _finite(v) for k, v in self.npu.items()},
-                "standin": {k: _finite(v) for k, v in self.standin.items()}}
+                "excess": finite_or_text(self.excess), "nan_origin": self.nan_origin,
+                "npu": {k: finite_or_text(v) for k, v in self.npu.items()},
+                "standin": {k: finite_or_text(v) for k, v in self.standin.items()}}
 
 
 @functools.lru_cache(maxsize=None)
@@ -296,5 +296,7 @@ def _thousandth(n, s, g) -> Verdict:
                    {"thousandth_err_share": b})
 
 
-def _finite(value: float):
+def finite_or_text(value: float):
+    """``value``, or its text (``"inf"``) where JSON has no number for it."""
     return value if math.isfinite(value) else str(value)
+
