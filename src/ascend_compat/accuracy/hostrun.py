@@ -25,12 +25,13 @@ __all__ = ["HostRun", "host_function", "tf32_switches", "hf32_switches", "group_
 
 
 def group_of(name: str) -> Optional[str]:
-    """``"conv"`` / ``"matmul"`` for the ops TF32 and HF32 govern, else None."""
+    """``"conv"`` / ``"matmul"`` for the ops TF32 and HF32 govern (an ``npu::`` op counts as a matmul: its
+    reference multiplies with torch matmuls), else None."""
     from ascend_compat.simulator import numerics
 
     if name in numerics.CONV_OPS:
         return "conv"
-    if name in numerics.MATMUL_OPS:
+    if name in numerics.MATMUL_OPS or name.startswith("npu::"):
         return "matmul"
     return None
 
@@ -66,6 +67,37 @@ def host_function(func) -> Optional[Callable]:
     overload = func._overloadname
     base = func._schema.name.split("::", 1)[1]
     return fused.OVERLOADS.get(base if overload in ("", "default") else f"{base}.{overload}")
+
+
+_TF32 = None
+
+
+def _tf32_mode():
+    """A ``TorchDispatchMode`` class rounding the float32 multiplicands of the ops TF32/HF32 govern
+    (``simulator.numerics.MULTIPLICANDS``) to a 10-bit mantissa, to nearest even, on the host."""
+    global _TF32
+    if _TF32 is not None:
+        return _TF32
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ascend_compat.simulator import numerics
+
+    f32 = torch.float32
+    # below autograd (where the comparison re-runs ops) composites such as aten::matmul arrive whole
+    multiplicands = {**numerics.MULTIPLICANDS, "aten::matmul": (0, 1), "aten::linear": (0, 1)}
+
+    class _TF32Host(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            rounded = multiplicands.get(func._schema.name, ()) if func._overloadname == "default" else ()
+            if rounded:
+                args = tuple(numerics.hf32_round(a) if i in rounded and isinstance(a, torch.Tensor) and a.dtype == f32
+                             else a for i, a in enumerate(args))
+            return func(*args, **kwargs)
+
+    _TF32 = _TF32Host
+    return _TF32
 
 
 def written_outputs(func, args, kwargs):
@@ -132,20 +164,13 @@ class HostRun:
         return args, kwargs
 
     def standin(self, tf32: bool = False):
-        """The op in the NPU's dtypes on the host (raises what the host raises); TF32-rounded multiplicands
-        with ``tf32``."""
+        """The op in the NPU's dtypes on the host (raises what the host raises); with ``tf32`` every float32
+        convolution and matmul it runs (itself, or inside an ``npu::`` op's reference) multiplies
+        TF32-rounded operands."""
         if not tf32:
             return self._call(*self._fresh())
-        import torch
-
-        from ascend_compat.simulator import numerics
-
-        rounded = numerics.MULTIPLICANDS.get(self.name, ())
-
-        def tf32_round(x, pos):
-            return numerics.hf32_round(x) if pos in rounded and x.dtype == torch.float32 else x
-
-        return self._call(*self._fresh(tf32_round))
+        with _tf32_mode()():
+            return self._call(*self._fresh())
 
     def golden(self):
         """The op on float64 inputs (msprobe's golden dtype where float64 has no kernel); None when neither runs."""

@@ -188,7 +188,7 @@ class Comparison(OpObserver):
         if func.is_view:
             self.note(name, assess.NOT_COMPARED["view"])
             return call.run()
-        if _seeded(func):
+        if _random(func, call.args, call.kwargs):
             self.note(name, assess.NOT_COMPARED["random"])
             return call.run()
         module, site = self.origin(call)
@@ -250,11 +250,13 @@ class Comparison(OpObserver):
         pending = [name, False]
         self._pending.append(pending)
         try:
-            if function is None or not self.wanted(name, module):
+            skip = ("no_reference" if function is None else "random" if _random(resolved, args, kwargs) else
+                    "filtered" if not self.wanted(name, module) else None)
+            if skip is not None:
                 out = func(*args, **kwargs)
                 if not pending[1]:
                     self.seen += 1
-                    self.note(name, assess.NOT_COMPARED["no_reference" if function is None else "filtered"])
+                    self.note(name, assess.NOT_COMPARED[skip])
                 return out
             from ascend_compat.observe.frames import user_frame
 
@@ -299,10 +301,21 @@ def _flat(value):
     return tree_flatten(value)[0]
 
 
-def _seeded(func) -> bool:
+def _random(func, args, kwargs) -> bool:
+    """The op draws random numbers: torch tags it so, or (torch_npu's ``npu_fusion_attention`` and kin) its
+    ``keep_prob`` argument asks for dropout; a ``_grad`` op replays its forward's mask from the ``seed`` and
+    ``offset`` it is given, which the host can do too."""
     import torch
 
-    return torch.Tag.nondeterministic_seeded in func.tags
+    if torch.Tag.nondeterministic_seeded in func.tags:
+        return True
+    if func._schema.name.endswith("_grad"):
+        return False
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.name == "keep_prob":
+            value = kwargs.get("keep_prob", args[i] if i < len(args) and not arg.kwarg_only else arg.default_value)
+            return isinstance(value, (int, float)) and value < 1.0
+    return False
 
 
 def _overload(func):
