@@ -11,7 +11,9 @@ gradients at ``optimizer.step()`` (reported, not judged: every module before the
 The standard for a drift, per the checked run's dtype of the value: its relative error (the RMS of the
 difference over the RMS of the reference, estimated from the records' random projections) exceeds twice
 msprobe's minimum error for that dtype (its benchmark limit for the RMSE ratio times ``_minmum_err``:
-float32 2^-13, float16 2^-10, bfloat16 2^-7; ``data/accuracy_standard.json``) **and** exceeds
+float32 2^-13, float16 2^-10, bfloat16 2^-7; ``data/accuracy_standard.json``; for a module computed under
+autocast, its autocast dtype's; for a float32 one while torch_npu's HF32 switches are on, float16's, whose
+10-bit mantissa HF32 has: what the run computes in by design, as CUDA's AMP and TF32 would) **and** exceeds
 :data:`GROWTH` times the error the module's input already carried, so a module that only passes an
 earlier drift on is not blamed for it. Against a float64 reference this finds the module where precision
 is lost (a bfloat16 cast inside a float32 LayerNorm, a float16 reduction), which no single op shows: each
@@ -27,7 +29,7 @@ from ascend_compat.accuracy.results import short_path as _short
 from ascend_compat.accuracy.runrecord import relative_error
 from ascend_compat.accuracy.standard import finite_or_text as _finite
 
-__all__ = ["compare_runs", "DriftReport", "limit", "GROWTH"]
+__all__ = ["compare_runs", "DriftReport", "limit", "module_limit", "GROWTH"]
 
 #: how much larger than its input's a module's output error must be to count as its own drift
 GROWTH = 4.0
@@ -114,7 +116,7 @@ class DriftReport:
                 lines.append(f"  {self.op_note}")
         w, g = self.worst_grad, self.first_grad
         if w is not None:
-            lines.append(f"gradients at optimizer.step(): largest relative error {w.error:.3g} ({w.where}, step {w.step}"
+            lines.append(f"gradients at optimizer.step() (reported, not judged): largest relative error {w.error:.3g} ({w.where}, step {w.step}"
                          f", {w.dtype} limit {w.limit:.3g})"
                          + (f"; the first beyond its limit: {g.where} (step {g.step})" if g is not None else
                             "; all within their limit"))
@@ -150,12 +152,24 @@ def compare_runs(run: Dict[str, Any], reference: Dict[str, Any]) -> DriftReport:
             if report.first_module is not None:
                 continue
             found = _drift("module", m["module"], step["step"], m["output"], other["output"],
-                           _carried(m.get("input"), other.get("input")), m.get("site"), m["module"], m["call"])
+                           _carried(m.get("input"), other.get("input")), m.get("site"), m["module"], m["call"],
+                           bound=module_limit(m))
             if found is not None:
                 report.first_module = found
                 report.first_op, report.op_note = _first_op(step, ref, found)
         _grads(report, step, ref)
     return report
+
+
+def module_limit(m: Dict[str, Any]) -> float:
+    """The relative error a module's output may carry: its dtype's, or wider where the run computes in less
+    by design - autocast's dtype, HF32 (float16's 10-bit mantissa) for float32 while torch_npu's switch is on."""
+    bound = limit(m["output"]["dtype"])
+    if m.get("autocast"):
+        bound = max(bound, limit(m["autocast"]))
+    if m.get("hf32") and m["output"]["dtype"] == "float32":
+        bound = max(bound, limit("float16"))
+    return bound
 
 
 def _carried(mine, theirs) -> float:

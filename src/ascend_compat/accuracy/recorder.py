@@ -28,6 +28,23 @@ from ascend_compat.observe.frames import user_frame
 __all__ = ["RunRecorder"]
 
 
+def _precision(out) -> Dict[str, Any]:
+    """What the run computes in by design where ``out`` was made: autocast's dtype on its device (None when
+    off) and whether torch_npu's HF32 switches are on (convolutions or matmuls)."""
+    import torch
+
+    from ascend_compat.accuracy.hostrun import hf32_switches
+
+    autocast = None
+    device = out.device.type if out is not None else "cpu"
+    try:
+        if torch.is_autocast_enabled(device):
+            autocast = str(torch.get_autocast_dtype(device)).replace("torch.", "")
+    except (TypeError, RuntimeError):  # torch < 2.4, or a device autocast does not know
+        pass
+    return {"autocast": autocast, "hf32": any(hf32_switches().values())}
+
+
 class _Modules(ModuleStack):
     """The module stack, also keeping each module's input sketch and recording its output at the end."""
 
@@ -58,7 +75,8 @@ class _Modules(ModuleStack):
             out = first_floating(output)
             calls = rec.calls
             calls[path] = calls.get(path, 0) + 1
-            rec.record.add_module(path, calls[path], user_frame(2), inputs, stats(out) if out is not None else None)
+            rec.record.add_module(path, calls[path], user_frame(2), inputs, stats(out) if out is not None else None,
+                                  _precision(out))
         super()._leave(module, args, output)
 
     def clear(self) -> None:

@@ -15,7 +15,8 @@ Layout (version 1)::
      "steps": [{"step": 0,
                 "losses": [2.31, ...],                       # every backward() of the step, in order
                 "modules": [{"module": "GPT.transformer.h.0.ln_1", "call": 1, "site": ["model.py", 110],
-                             "input": STATS, "output": STATS}, ...],   # in the order the forwards finished
+                             "input": STATS, "output": STATS,          # in the order the forwards finished
+                             "autocast": "bfloat16" | null, "hf32": false}, ...],  # the precision by design
                 "grads": {"transformer.h.0.ln_1.weight": STATS, ...},  # at optimizer.step()
                 "ops": [{"op": "aten::mm", "module": "...", "call": 3, "phase": "forward",
                          "site": ["model.py", 58], "output": STATS}, ...]}],
@@ -166,7 +167,9 @@ class RunRecord:
         if self.recording:
             self.current["losses"].append(value)
 
-    def add_module(self, module: str, call: int, site, inputs, output) -> None:
+    def add_module(self, module: str, call: int, site, inputs, output, precision: Optional[Dict[str, Any]] = None) -> None:
+        """``precision``: what the run computed the module in by design, ``{"autocast": dtype or None,
+        "hf32": bool}``."""
         if not self.recording:
             return
         rows = self.current["modules"]
@@ -174,7 +177,7 @@ class RunRecord:
             self.truncated["module_calls"] += 1
             return
         rows.append({"module": module, "call": call, "site": list(site[:2]) if site else None,
-                     "input": inputs, "output": output})
+                     "input": inputs, "output": output, **(precision or {})})
 
     def add_grad(self, name: str, sketch: Dict[str, Any]) -> None:
         if self.recording:
