@@ -97,3 +97,16 @@ def test_records_are_bounded_versioned_and_written_atomically(tmp_path):
         runrecord.load(str(tmp_path / "bad.json"))
     with pytest.raises(runrecord.RecordError, match="cannot read"):
         runrecord.load(str(tmp_path / "missing.json"))
+
+
+def test_the_limit_widens_to_what_the_run_computes_in_by_design():
+    from ascend_compat.accuracy.drift import module_limit
+
+    f32 = {"module": "M.ln", "output": {"dtype": "float32"}}
+    assert module_limit(f32) == limit("float32")
+    assert module_limit({**f32, "autocast": "bfloat16"}) == limit("bfloat16")  # AMP
+    hf32 = {**f32, "hf32": ["matmul"]}
+    assert module_limit(hf32, {"M.ln.proj": {"matmul"}}) == limit("float16")  # a matmul runs inside it in HF32
+    assert module_limit(hf32, {"M.fc": {"matmul"}}) == limit("float32")  # not inside: no matmul of its own
+    assert module_limit({**f32, "hf32": ["conv"]}, {"M.ln": {"matmul"}}) == limit("float32")  # other switch
+    assert module_limit(hf32, None) == limit("float16")  # no op records: any float32 module may

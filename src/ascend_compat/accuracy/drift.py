@@ -136,6 +136,7 @@ class DriftReport:
 def compare_runs(run: Dict[str, Any], reference: Dict[str, Any]) -> DriftReport:
     """Compare the record ``run`` with the record ``reference`` (dicts as :func:`.runrecord.load` gives)."""
     report = DriftReport(reference=dict(reference.get("run", {})))
+    governed = _governed(run)
     ref_steps = {s["step"]: s for s in reference["steps"]}
     for step in run["steps"]:
         ref = ref_steps.get(step["step"])
@@ -153,7 +154,7 @@ def compare_runs(run: Dict[str, Any], reference: Dict[str, Any]) -> DriftReport:
                 continue
             found = _drift("module", m["module"], step["step"], m["output"], other["output"],
                            _carried(m.get("input"), other.get("input")), m.get("site"), m["module"], m["call"],
-                           bound=module_limit(m))
+                           bound=module_limit(m, governed))
             if found is not None:
                 report.first_module = found
                 report.first_op, report.op_note = _first_op(step, ref, found)
@@ -161,15 +162,39 @@ def compare_runs(run: Dict[str, Any], reference: Dict[str, Any]) -> DriftReport:
     return report
 
 
-def module_limit(m: Dict[str, Any]) -> float:
+def module_limit(m: Dict[str, Any], hf32_modules: Optional[Dict[str, set]] = None) -> float:
     """The relative error a module's output may carry: its dtype's, or wider where the run computes in less
-    by design - autocast's dtype, HF32 (float16's 10-bit mantissa) for float32 while torch_npu's switch is on."""
+    by design - autocast's dtype; HF32 (float16's 10-bit mantissa) for a float32 module that runs a
+    convolution or matmul (``hf32_modules``: module path -> the groups its ops belong to, from the op records;
+    None when there are none: then any float32 module) while torch_npu's switch for it is on."""
     bound = limit(m["output"]["dtype"])
     if m.get("autocast"):
         bound = max(bound, limit(m["autocast"]))
-    if m.get("hf32") and m["output"]["dtype"] == "float32":
-        bound = max(bound, limit("float16"))
+    groups = set(m.get("hf32") or ())
+    if groups and m["output"]["dtype"] == "float32":
+        path = m["module"]
+        inside = set() if hf32_modules is not None else groups
+        for where, found in (hf32_modules or {}).items():
+            if where == path or where.startswith(path + "."):
+                inside |= found
+        if groups & inside:
+            bound = max(bound, limit("float16"))
     return bound
+
+
+def _governed(run: Dict[str, Any]) -> Optional[Dict[str, set]]:
+    """Module path -> the HF32 groups (``conv``, ``matmul``) of the ops recorded in it (None: no op records)."""
+    from ascend_compat.accuracy.hostrun import group_of
+
+    ops = [o for s in run["steps"] for o in s["ops"]]
+    if not ops:
+        return None
+    out: Dict[str, set] = {}
+    for o in ops:
+        group = group_of(o["op"].split(".")[0])
+        if group:
+            out.setdefault(o["module"], set()).add(group)
+    return out
 
 
 def _carried(mine, theirs) -> float:

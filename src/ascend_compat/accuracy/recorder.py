@@ -30,7 +30,7 @@ __all__ = ["RunRecorder"]
 
 def _precision(out) -> Dict[str, Any]:
     """What the run computes in by design where ``out`` was made: autocast's dtype on its device (None when
-    off) and whether torch_npu's HF32 switches are on (convolutions or matmuls)."""
+    off) and the op groups torch_npu's HF32 switches are on for (``["conv", "matmul"]``)."""
     import torch
 
     from ascend_compat.accuracy.hostrun import hf32_switches
@@ -42,7 +42,7 @@ def _precision(out) -> Dict[str, Any]:
             autocast = str(torch.get_autocast_dtype(device)).replace("torch.", "")
     except (TypeError, RuntimeError):  # torch < 2.4, or a device autocast does not know
         pass
-    return {"autocast": autocast, "hf32": any(hf32_switches().values())}
+    return {"autocast": autocast, "hf32": sorted(group for group, on in hf32_switches().items() if on)}
 
 
 class _Modules(ModuleStack):

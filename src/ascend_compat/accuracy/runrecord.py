@@ -16,7 +16,7 @@ Layout (version 1)::
                 "losses": [2.31, ...],                       # every backward() of the step, in order
                 "modules": [{"module": "GPT.transformer.h.0.ln_1", "call": 1, "site": ["model.py", 110],
                              "input": STATS, "output": STATS,          # in the order the forwards finished
-                             "autocast": "bfloat16" | null, "hf32": false}, ...],  # the precision by design
+                             "autocast": "bfloat16" | null, "hf32": ["conv"]}, ...],  # the precision by design
                 "grads": {"transformer.h.0.ln_1.weight": STATS, ...},  # at optimizer.step()
                 "ops": [{"op": "aten::mm", "module": "...", "call": 3, "phase": "forward",
                          "site": ["model.py", 58], "output": STATS}, ...]}],
@@ -169,7 +169,7 @@ class RunRecord:
 
     def add_module(self, module: str, call: int, site, inputs, output, precision: Optional[Dict[str, Any]] = None) -> None:
         """``precision``: what the run computed the module in by design, ``{"autocast": dtype or None,
-        "hf32": bool}``."""
+        "hf32": [the op groups torch_npu's HF32 switches were on for]}``."""
         if not self.recording:
             return
         rows = self.current["modules"]
