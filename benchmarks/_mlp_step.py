@@ -7,8 +7,9 @@ import warnings
 from typing import Callable
 
 
-def mlp_step() -> Callable[[], None]:
-    """Install the simulated NPU (one thread) and return a function running one training step."""
+def mlp_step(width: int = 256) -> Callable[[], None]:
+    """Install the simulated NPU (one thread) and return a function running one training step of an MLP
+    ``width`` wide (hidden layer ``2 * width``)."""
     import torch
 
     from ascend_compat import simulator
@@ -17,10 +18,10 @@ def mlp_step() -> Callable[[], None]:
     torch.set_num_threads(1)  # as bench_simulator.py: one thread, comparable between runs
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512),
-                                torch.nn.Linear(512, 10)).to("npu")
+    model = torch.nn.Sequential(torch.nn.Linear(width, 2 * width), torch.nn.GELU(), torch.nn.LayerNorm(2 * width),
+                                torch.nn.Linear(2 * width, 10)).to("npu")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randn(64, 256, device="npu")
+    x = torch.randn(64, width, device="npu")
     y = torch.randint(0, 10, (64,), device="npu")
 
     def step() -> None:

@@ -14,9 +14,10 @@ LAYERS = {
     "_version": 0, "_versions": 0, "_config": 0, "_log": 0, "_files": 0, "_lazy": 0, "backend": 0, "data": 0, "knowledge": 0,
     "errors": 1,
     "simulator": 2, "cuda_shim": 2,
-    "ecosystem": 3, "coverage": 3, "analysis": 3, "doctor": 3, "perf": 3, "accuracy": 3,
-    "_inherit": 4, "_activation": 4, "_boot": 4, "plan": 5, "_transfer_to_npu": 5, "__init__": 5,
-    "cli": 6, "__main__": 6,
+    "ecosystem": 3, "analysis": 3, "doctor": 3, "observe": 3,
+    "coverage": 4, "perf": 4, "accuracy": 4,  # the tools that watch ops, on the observation layer
+    "_inherit": 5, "_activation": 5, "_boot": 5, "plan": 6, "_transfer_to_npu": 6, "__init__": 6,
+    "cli": 7, "__main__": 7,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
@@ -121,6 +122,18 @@ def write_json(path: Path, data: dict, indent: Optional[int] = 1) -> None:
             os.unlink(tmp)
         raise
     print(f"wrote {path} ({len(text.encode()):,} bytes)")
+
+
+def git_show(git_dir: Path, ref: str, path: str) -> str:
+    """The text of ``path`` at ``ref`` in the git directory ``git_dir`` (a bare clone is enough)."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{ref}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def git_describe(git_dir: Path, ref: str) -> str:
+    """``"<short sha> (<commit date>)"`` of ``ref``: how the tables name the commit they were read from."""
+    return subprocess.run(["git", f"--git-dir={git_dir}", "log", "-1", "--format=%h (%cs)", ref], check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def sorted_unique(items: Iterable[str]) -> List[str]:

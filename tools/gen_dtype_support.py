@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _sources import write_json  # noqa: E402
+from _sources import git_describe, git_show, write_json  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "ascend_compat" / "data" / "dtype_support.json"
 TO_COPY = "torch_npu/csrc/aten/common/ToKernelNpu.cpp"
@@ -50,20 +50,10 @@ _NOT_IMPLEMENTED = re.compile(r"(?<![\w/])(aclnn\w+) not implemented for (DT_\w+
 _GEN_EXEC = re.compile(r"^  - func:\s*([\w.]+)\(.*?(?=^  - func:|\Z)", re.M | re.S)
 
 
-def git_show(git_dir: Path, ref: str, path: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{ref}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
-
-
 def git_ls(git_dir: Path, ref: str, under: str) -> List[str]:
     out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", ref, under],
                          check=True, capture_output=True, text=True).stdout
     return [p for p in out.splitlines() if p.endswith(".cpp")]
-
-
-def git_describe(git_dir: Path, ref: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", "log", "-1", "--format=%h (%cs)", ref], check=True,
-                          capture_output=True, text=True).stdout.strip()
 
 
 def downcast_message(source: str) -> str:

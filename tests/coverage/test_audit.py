@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ascend_compat import data
+from ascend_compat.knowledge import operators
 from ascend_compat.doctor import audit_model
 from ascend_compat.coverage.audit import REWRITES, AuditReport, OpRecorder
 
@@ -34,7 +35,7 @@ def _consistent(report: AuditReport) -> None:
         elif o.status == "cpu_fallback":
             assert data.would_fall_back(name, report.torch_npu_version), o
         elif o.status == "unsupported_dtype":
-            assert set(o.unsupported_dtypes) <= {"float64", "complex128"} and o.unsupported_dtypes, o
+            assert o.unsupported_dtypes and set(o.unsupported_dtypes) <= set(operators.dtype_refusals(name)), o
     judged = [o for o in report.ops if o.status != "other"]
     ok = sum(o.status in ("native", "composite") for o in judged)
     m = re.fullmatch(r"Operator Coverage: (\d+\.\d)% native, (\d+) CPU fallback ops?(, \d+ ops? with unsupported dtypes)?",
@@ -131,18 +132,35 @@ def test_recorder_sees_optimizer_ops_per_version():
     assert reports[None]["_fused_adam_"].status == "native"
 
 
-def test_float64_is_an_unsupported_dtype_but_views_and_scalars_are_not():
+def test_float64_runs_as_on_torch_npu_refusals_and_downcasts_follow_the_dtype_table():
+    """torch_npu computes float64 where its kernels take it; only the recorded refusals are
+    unsupported, and a dtype-only cast to float64 gives float32 (issue 23, item 6)."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh()).double()
-    report = audit_model(model, torch.randn(3, 8, dtype=torch.float64))
-    assert report["addmm"].status == "unsupported_dtype" and report["addmm"].unsupported_dtypes == ("float64",)
-    assert report["tanh"].status == "unsupported_dtype"
-    assert report["t"].status == "composite"  # a view computes nothing in float64
-    assert "ops with unsupported dtypes" in report.summary() and report.coverage_by_ops < 1
-    assert "cast to float32" in report.text()
-    _consistent(report)
+    x = torch.randn(3, 8, dtype=torch.float64)
+    report = audit_model(model, x)
+    assert report["addmm"].status == "native" and report["tanh"].status == "native"
+    assert report.unsupported == [] and "unsupported" not in report.summary()
     with OpRecorder() as rec:
-        torch.ones(3) * torch.tensor(2.0, dtype=torch.float64)  # 0-dim float64: a scalar, fine
-    assert rec.report()["mul.Tensor"].status == "native"
+        torch.sort(x, stable=True)  # LINE-sort-stable
+        torch.sort(x.float(), stable=True)
+        x.max(dim=0)  # aclnnMaxDim has no DT_DOUBLE
+        x.max()  # without dim: another API, fine
+        torch.randn(3).double()  # LINE-double
+        torch.randn(3).to("cpu", torch.float64)  # a device given: float64 on torch_npu too
+        i16 = torch.ones(2, dtype=torch.int16)
+        torch.addcmul(i16, i16, i16)  # aclnnAddcmul has no DT_INT16
+    audit = rec.report()
+    stable = audit["sort.stable"]
+    assert stable.status == "unsupported_dtype" and stable.unsupported_dtypes == ("float64",)
+    assert "Input data type should not be float64" in stable.note and stable.first_frame.line == _line("LINE-sort-stable")
+    assert audit["max.dim"].status == "unsupported_dtype" and "aclnnMaxDim" in audit["max.dim"].note
+    assert audit["max"].status == "native"
+    copy = audit["_to_copy"]
+    assert copy.status == "native" and copy.note.startswith("1 dtype-only cast(s) to float64")
+    assert operators.float64_downcast_message() in copy.note
+    assert audit["addcmul"].unsupported_dtypes == ("int16",) and "aclnnAddcmul" in audit["addcmul"].note
+    assert "cast to a dtype the kernel takes" in audit.text()
+    _consistent(audit)
 
 
 def test_cpu_attention_is_judged_as_the_npu_kernel():

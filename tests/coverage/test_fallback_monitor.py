@@ -187,8 +187,8 @@ def test_dispatcher_predicate_reads_privateuse1_registrations():
         import torch
         from ascend_compat import simulator
         simulator.install()
-        from ascend_compat.coverage import _routing
-        router = _routing.Router(_routing.dispatcher_predicate())
+        from ascend_compat.observe import routing
+        router = routing.Router(routing.dispatcher_predicate())
         print(router.route(torch.ops.aten.gelu.default)[0], router.route(torch.ops.aten.mode.default)[0],
               router.route(torch.ops.aten.square.default)[0])
     """

@@ -66,7 +66,7 @@ def _cpu_kernel(op, name: str):
     import torch
     from torch.utils._pytree import tree_map
 
-    from ascend_compat.coverage import _routing
+    from ascend_compat.observe import routing
 
     device = torch._C._get_privateuse1_backend_name()
     written = [i for i, a in enumerate(op._schema.arguments) if a.alias_info is not None and a.alias_info.is_write]
@@ -75,7 +75,7 @@ def _cpu_kernel(op, name: str):
         return x.to("cpu") if isinstance(x, torch.Tensor) and x.device.type == device else x
 
     def kernel(*args, **kwargs):
-        _routing.note_routed(name)
+        routing.note_routed(name)
         home = next((x.device for x in list(args) + list(kwargs.values())
                      if isinstance(x, torch.Tensor) and x.device.type == device), None)
         host_args, host_kwargs = tree_map(to_host, (args, kwargs))
@@ -108,16 +108,16 @@ def _add(name: str) -> None:
         warnings.simplefilter("ignore")
         lib.impl(op, _cpu_kernel(op, name), "PrivateUse1")
     _LIBS[name] = lib
-    from ascend_compat.coverage import _routing
+    from ascend_compat.observe import routing
 
-    _routing.ROUTED_TO_CPU.add(_routing.qualified(op))
+    routing.ROUTED_TO_CPU.add(routing.qualified(op))
 
 
 def _remove(name: str) -> None:
-    from ascend_compat.coverage import _routing
+    from ascend_compat.observe import routing
 
     lib = _LIBS.pop(name)
-    _routing.ROUTED_TO_CPU.discard(_routing.qualified(_overload(name)))
+    routing.ROUTED_TO_CPU.discard(routing.qualified(_overload(name)))
     lib._destroy()
 
 

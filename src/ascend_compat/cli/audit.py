@@ -6,7 +6,8 @@ would run on torch_npu:
 * default, on the CPU (no NPU, no simulator): every aten op the script runs in its main thread,
   forward and backward, is recorded and routed against the native-op table of torch_npu ``V``
   (``ascend_compat.coverage.audit.OpRecorder``); the report gives operator coverage, CPU-fallback ops,
-  ops called with dtypes Ascend has no kernels for, where each was first called, and known rewrites.
+  ops called with a dtype torch_npu's kernel refuses, float64 casts torch_npu turns into float32,
+  where each was first called, and known rewrites.
   The script must run on the CPU (device-agnostic code such as
   ``"cuda" if torch.cuda.is_available() else "cpu"`` does);
 * ``--simulate``: for CUDA-only scripts. The simulated NPU (emulating torch_npu ``V``) and the

@@ -2,8 +2,10 @@
 
 * :class:`FallbackMonitor` (:mod:`.fallback`) - counts the CPU fallbacks of a running region;
 * :func:`audit_model` (:mod:`.audit`) - routes every op of a model's forward/backward as the
-  dispatcher would (native / composite / fallback / float64) for a torch_npu version;
-* :mod:`._routing` - the routing decision both share.
+  dispatcher would (native / composite / fallback / refused dtype) for a torch_npu version.
+
+Both are op observers (:mod:`ascend_compat.observe`, which holds the routing rule); the facts they
+report (rewrites, refused dtypes) come from :mod:`ascend_compat.knowledge.operators`.
 
 Also exported from :mod:`ascend_compat.doctor` (their original, documented home). Imported lazily.
 """

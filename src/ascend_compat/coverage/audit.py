@@ -8,17 +8,21 @@
     report.to_dict()          # the same as data (report.to_json() as JSON)
 
 The model runs once, as it is (train/eval mode, grad mode and device untouched: on the CPU unless its
-parameters are on the NPU), under a ``TorchDispatchMode`` (:class:`OpRecorder`). It therefore sees
-ops as they reach a backend, after torch's CompositeImplicitAutograd decompositions. Each op is routed
-like the dispatcher would route it on the NPU (:mod:`ascend_compat.coverage._routing`) with the native-op table of the
-chosen torch_npu version (``ascend_compat.data.native_ops``):
+parameters are on the NPU), under the op observer (:class:`OpRecorder`, an
+:class:`ascend_compat.observe.OpObserver`). It therefore sees ops as they reach a backend, after
+torch's CompositeImplicitAutograd decompositions. Each op is routed like the dispatcher would route it
+on the NPU (:mod:`ascend_compat.observe.routing`) with the native-op table of the chosen torch_npu
+version (``ascend_compat.data.native_ops``):
 
 * ``native``: torch_npu has its own kernel;
 * ``composite``: no kernel of its own, but a composite kernel runs on the NPU; the recorder runs that
   kernel, so the ops it is made of are recorded (and judged) too, as on the device;
 * ``cpu_fallback``: torch_npu would run it on the CPU (its boxed CPU fallback);
-* ``unsupported_dtype``: native or composite, but called with float64 / complex128 tensors of one or
-  more dimensions, which Ascend NPUs have no kernels for (0-dim ones, e.g. wrapped scalars, are fine);
+* ``unsupported_dtype``: native or composite, but called with a dtype torch_npu's kernel for it
+  refuses (``knowledge.operators.dtype_refusals``: ``sort(stable=True)`` or ``max(x, dim)`` of float64,
+  ``isclose`` of bfloat16, ...); the note says what torch_npu does. Other float64 ops run in float64,
+  as on torch_npu; a dtype-only cast to float64 (``x.double()``) gives float32 there, with a warning
+  (``knowledge.operators.downcasts_to_float32``): such casts keep their status and carry a note;
 * ``other``: an op outside the ``aten``/``npu`` namespaces (e.g. ``torchvision::nms``), not judged.
 
 Coverage is reported by distinct ops (the headline) and by calls: the share of judged ops that run on
@@ -33,32 +37,18 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from ascend_compat.coverage import _routing
-from ascend_compat.coverage.fallback import Frame
+from ascend_compat.knowledge import operators
+from ascend_compat.observe import routing
+from ascend_compat.observe.frames import Frame, user_frame
+from ascend_compat.observe.observer import OpCall, OpObserver
 
-__all__ = ["audit_model", "OpRecorder", "AuditReport", "AuditOp", "REWRITES", "UNSUPPORTED_DTYPES"]
+__all__ = ["audit_model", "OpRecorder", "AuditReport", "AuditOp", "REWRITES"]
 
-NATIVE, COMPOSITE, FALLBACK, OTHER = _routing.NATIVE, _routing.COMPOSITE, _routing.FALLBACK, _routing.OTHER
+NATIVE, COMPOSITE, FALLBACK, OTHER = routing.NATIVE, routing.COMPOSITE, routing.FALLBACK, routing.OTHER
 UNSUPPORTED = "unsupported_dtype"
 
-#: dtypes Ascend NPUs have no kernels for (torch_npu's own op tests skip them on every op).
-UNSUPPORTED_DTYPES = ("float64", "complex128")
-
-#: op (base name) -> (advice, aten overloads the advice runs on: each native in every torch_npu table, tested).
-REWRITES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "mode": ("for non-negative integers, torch.bincount(x).argmax() gives the most frequent value with "
-             "native kernels (ties: the smallest, as torch.mode returns on the CPU)", ("bincount", "argmax.out")),
-    "fmax": ("torch.maximum runs natively and equals torch.fmax when no input is NaN",
-             ("maximum", "maximum.out")),
-    "fmin": ("torch.minimum runs natively and equals torch.fmin when no input is NaN",
-             ("minimum", "minimum.out")),
-    "heaviside": ("torch.where(x > 0, 1.0, torch.where(x == 0, values, 0.0)) computes it with native kernels",
-                  ("where.self", "gt.Scalar", "eq.Scalar")),
-    "histogram": ("for equal-width bins, torch.histc runs natively (bin edges: "
-                  "torch.linspace(min, max, bins + 1))", ("histc", "linspace")),
-    "nonzero_static": ("torch.nonzero runs natively; pad or cut its result to the static size",
-                       ("nonzero",)),
-}
+#: op (base name) -> (advice, native overloads it uses): the knowledge layer's table, under its first name
+REWRITES = operators.FALLBACK_REWRITES
 
 _HOST_EQUIVALENTS = {
     # CPU's choice inside scaled_dot_product_attention; on the NPU torch_npu's own kernel runs.
@@ -70,8 +60,9 @@ _HOST_EQUIVALENTS = {
 @dataclass(frozen=True)
 class AuditOp:
     """One recorded op: ``op`` (``"aten::addmm"``), ``calls``, ``status``, ``dtypes`` seen in its tensor
-    inputs and outputs, ``unsupported_dtypes`` among them, ``phases`` (``forward``/``backward``),
-    ``first_frame`` (user frame of the first call), ``rewrite`` (known advice, or None), ``note``."""
+    inputs and outputs, ``unsupported_dtypes`` (those torch_npu's kernel refuses), ``phases``
+    (``forward``/``backward``), ``first_frame`` (user frame of the first call), ``rewrite`` (known
+    advice, or None), ``note`` (why a dtype is refused, a float64 downcast, a host-specific op)."""
 
     op: str
     calls: int
@@ -240,15 +231,25 @@ class AuditReport:
 
 
 class _Rec:
-    __slots__ = ("op", "calls", "kind", "dtypes", "bad", "phases", "frame", "note")
+    __slots__ = ("op", "calls", "kind", "dtypes", "bad", "why", "downcasts", "phases", "frame", "note")
 
     def __init__(self, op, kind, frame, note):
         self.op, self.kind, self.frame, self.note = op, kind, frame, note
-        self.calls = 0
-        self.dtypes, self.bad, self.phases = set(), set(), []
+        self.calls = self.downcasts = 0
+        self.dtypes, self.bad, self.why, self.phases = set(), set(), [], []
 
 
-class OpRecorder:
+class _OpInfo:
+    """What the recorder keeps per OpOverload: name, status, note, the dtypes torch_npu refuses for it."""
+
+    __slots__ = ("name", "kind", "note", "refusals", "dim_pos", "is_to_copy")
+
+    def __init__(self, name, kind, note, refusals, dim_pos, is_to_copy):
+        self.name, self.kind, self.note = name, kind, note
+        self.refusals, self.dim_pos, self.is_to_copy = refusals, dim_pos, is_to_copy
+
+
+class OpRecorder(OpObserver):
     """Context manager recording (and routing) every aten op run in this thread; see the module docstring.
 
     ``recorder.report()`` gives an :class:`AuditReport` (callable during or after recording).
@@ -259,13 +260,12 @@ class OpRecorder:
 
         self.torch_npu_version = data.resolve_version(torch_npu_version)
         self._native = data.native_ops(self.torch_npu_version)
-        self._router = _routing.Router(_routing.table_predicate(self._native))
         self._recs: Dict[str, _Rec] = {}
-        self._routes: Dict[object, tuple] = {}
+        self._infos: Dict[object, _OpInfo] = {}
         self._lock = threading.Lock()
-        self._mode = None
         self.device = "cpu"
         self.backward = False
+        super().__init__(router=routing.Router(routing.table_predicate(self._native)), route_everything=True)
 
     def report(self) -> AuditReport:
         with self._lock:
@@ -273,61 +273,91 @@ class OpRecorder:
         ops = []
         for r in recs:
             status = r.kind
+            note = r.note
             if r.bad and status in (NATIVE, COMPOSITE):
                 status = UNSUPPORTED
-            base = r.op.split("::", 1)[-1].split(".")[0]
+                note = "; ".join(r.why)
+            elif r.downcasts and note is None:
+                note = (f"{r.downcasts} dtype-only cast(s) to float64 (x.double(), x.to(torch.float64)): torch_npu "
+                        f"gives float32 here and warns once: \"{operators.float64_downcast_message()}\"")
             rewrite = None
-            if status == FALLBACK and base in REWRITES:
-                rewrite = REWRITES[base][0]
+            if status == FALLBACK:
+                rewrite = operators.rewrite_for(r.op)
             elif status == UNSUPPORTED:
-                rewrite = "cast to float32 (model.float(), x.float()) or keep this part on the CPU explicitly"
+                rewrite = ("cast to a dtype the kernel takes (float32: x.float(), model.float()) or keep this part "
+                           "on the CPU explicitly")
             ops.append(AuditOp(r.op, r.calls, status, tuple(sorted(r.dtypes)), tuple(sorted(r.bad)),
-                               tuple(r.phases), r.frame, rewrite, r.note))
+                               tuple(r.phases), r.frame, rewrite, note))
         return AuditReport(self.torch_npu_version, tuple(ops), self.device, self.backward)
 
-    def _route(self, func):
-        """``(name, kind, composite key, note, is_view)`` of ``func`` (cached)."""
-        found = self._routes.get(func)
+    def _info(self, call: OpCall) -> _OpInfo:
+        """What is known of ``call``'s OpOverload (cached)."""
+        func = call.func
+        found = self._infos.get(func)
         if found is not None:
             return found
-        kind, key = self._router.route(func)
-        name = _routing.qualified(func)
-        note = None
-        equivalent = _HOST_EQUIVALENTS.get(_routing.op_key(func))
+        kind, note = call.kind, None
+        key = routing.op_key(func)
+        equivalent = _HOST_EQUIVALENTS.get(key)
         if equivalent is not None and kind == FALLBACK:
             note = f"the CPU's choice inside {equivalent}; on the NPU aten::{equivalent} runs instead"
             kind = NATIVE if equivalent in self._native else FALLBACK
-        rets = func._schema.returns
-        # views only relabel storage: a float64 tensor's view computes nothing in float64
-        is_view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
-        found = self._routes[func] = (name, kind, key, note, is_view)
+        refusals = operators.dtype_refusals(key) if call.name.startswith("aten::") else {}
+        dim_pos = None
+        if any(r.needs_dim for r in refusals.values()):
+            dim_pos = next((i for i, a in enumerate(func._schema.arguments) if a.name == "dim"), None)
+        found = self._infos[func] = _OpInfo(call.name, kind, note, refusals, dim_pos,
+                                            call.name == "aten::_to_copy")
         return found
 
-    def _record(self, name, kind, note, is_view, tensors, phase):
+    def on_composite(self, call: OpCall) -> None:
+        self._record(call, self._info(call), _tensors((call.args, call.kwargs), []))
+
+    def on_op(self, call: OpCall):
+        info = self._info(call)
+        out = call.run()
+        self._record(call, info, _tensors((call.args, call.kwargs, out), []))
+        return out
+
+    def _record(self, call: OpCall, info: _OpInfo, tensors) -> None:
+        import torch
+
+        name = info.name
         rec = self._recs.get(name)
         if rec is None:
-            found = _routing.user_frame(3)
+            found = user_frame(call.caller)
             with self._lock:
-                rec = self._recs.setdefault(name, _Rec(name, kind, Frame(*found) if found else None, note))
+                rec = self._recs.setdefault(name, _Rec(name, info.kind, Frame(*found) if found else None, info.note))
         rec.calls += 1
+        phase = "backward" if torch._C._current_autograd_node() is not None else "forward"
         if phase not in rec.phases:
             rec.phases.append(phase)
         for t in tensors:
-            dt = str(t.dtype).replace("torch.", "")
-            rec.dtypes.add(dt)
-            if dt in UNSUPPORTED_DTYPES and not is_view and t.dim() > 0:
-                rec.bad.add(dt)
+            rec.dtypes.add(str(t.dtype)[6:])
+        args, kwargs = call.args, call.kwargs
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is None:
+            return
+        if info.refusals:
+            refusal = info.refusals.get(str(first.dtype)[6:])
+            if refusal is not None and (not refusal.needs_dim or _given(args, kwargs, info.dim_pos, "dim")):
+                if refusal.dtype not in rec.bad:
+                    rec.bad.add(refusal.dtype)
+                    rec.why.append(refusal.reason)
+        elif info.is_to_copy and kwargs.get("dtype") is torch.float64 and operators.downcasts_to_float32(
+                str(first.dtype)[6:], "float64", kwargs.get("layout") is not None, kwargs.get("device") is not None):
+            rec.downcasts += 1
 
     def __enter__(self) -> "OpRecorder":
-        if self._mode is not None:
+        if self.observing:
             raise RuntimeError("this OpRecorder is already recording")
-        self._mode = _make_mode(self)
-        self._mode.__enter__()
+        self.start_observing()
         return self
 
-    def __exit__(self, *exc_info) -> None:
-        mode, self._mode = self._mode, None
-        mode.__exit__(*exc_info)
+
+def _given(args, kwargs, pos, name) -> bool:
+    value = args[pos] if pos is not None and pos < len(args) else kwargs.get(name)
+    return value is not None
 
 
 def _tensors(obj, out: list) -> list:
@@ -342,33 +372,6 @@ def _tensors(obj, out: list) -> list:
         for e in obj.values():
             _tensors(e, out)
     return out
-
-
-def _make_mode(recorder: OpRecorder):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    current_node = torch._C._current_autograd_node
-
-    class _RecordingMode(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.decomposing = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if _routing.reentrant(self, func):
-                return func(*args, **kwargs)
-            name, kind, key, note, is_view = recorder._route(func)
-            phase = "backward" if current_node() is not None else "forward"
-            if kind == COMPOSITE:
-                recorder._record(name, kind, note, is_view, _tensors((args, kwargs), []), phase)
-                return _routing.run_composite(self, func, key, args, kwargs)
-            out = func(*args, **kwargs)
-            recorder._record(name, kind, note, is_view, _tensors((args, kwargs, out), []), phase)
-            return out
-
-    return _RecordingMode()
 
 
 # ---------------------------------------------------------------- audit_model

@@ -12,8 +12,9 @@ It observes dispatch, not warnings (torch_npu warns once per op; the monitor cou
   listener (``ascend_compat.simulator.events``) reports every call that reaches its emulated
   torch_npu CPU fallback; calls from every thread are counted;
 * on real torch_npu (``method="dispatch"``, chosen automatically when ``torch_npu`` is loaded and
-  the simulator is not): a ``TorchDispatchMode`` routes each op on an ``npu`` tensor the way the
-  dispatcher does (see :mod:`ascend_compat.coverage._routing`): an op with a PrivateUse1 kernel is native; one with
+  the simulator is not): the op observer (:class:`ascend_compat.observe.OpObserver`) routes each op
+  on an ``npu`` tensor the way the dispatcher does (see :mod:`ascend_compat.observe.routing`): an op
+  with a PrivateUse1 kernel is native; one with
   a composite kernel runs that kernel with the mode still active, so its pieces are judged; anything
   else is a CPU fallback. Dispatch modes are thread-local: only the thread that entered the monitor
   is observed (autograd's backward threads inherit it). Ops on CPU tensors pass straight through,
@@ -33,7 +34,11 @@ import functools
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
+
+from ascend_compat.observe import routing
+from ascend_compat.observe.frames import Frame, user_frame
+from ascend_compat.observe.observer import OpCall, OpObserver
 
 __all__ = ["FallbackMonitor", "FallbackReport", "FallbackRecord", "Frame", "CPUFallbackError"]
 
@@ -42,17 +47,6 @@ _METHODS = ("auto", "events", "dispatch", "none")
 
 class CPUFallbackError(RuntimeError):
     """Raised by a monitor with ``raise_on_fallback=True`` when an op would run on the CPU."""
-
-
-class Frame(NamedTuple):
-    """A user stack frame: ``file``, ``line``, ``function``."""
-
-    file: str
-    line: int
-    function: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}"
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,7 @@ class FallbackReport:
                 "ops": [r.to_dict() for r in self.ops]}
 
 
-class FallbackMonitor:
+class FallbackMonitor(OpObserver):
     """Context manager (and decorator) counting CPU fallbacks per op; see the module docstring.
 
     Args:
@@ -129,8 +123,8 @@ class FallbackMonitor:
         self._counts: Dict[str, List[Any]] = {}  # name -> [calls, first frame]
         self._depth = 0
         self._method: Optional[str] = None
-        self._mode = None
         self._listener = None
+        super().__init__()
 
     # ------------------------------------------------------------ results
 
@@ -158,8 +152,6 @@ class FallbackMonitor:
             if entry is not None:
                 entry[0] += 1
         if entry is None:
-            from ascend_compat.coverage._routing import user_frame
-
             found = user_frame(2)
             frame = Frame(*found) if found is not None else None
             with self._lock:
@@ -199,8 +191,8 @@ class FallbackMonitor:
             self._listener = self._hit
             events.add_fallback_listener(self._listener)
         elif method == "dispatch":
-            self._mode = _make_mode(self)
-            self._mode.__enter__()
+            self.router = routing.backend_router()
+            self.start_observing()
         self._method = method
 
     def _stop(self, exc_info) -> None:
@@ -209,9 +201,14 @@ class FallbackMonitor:
 
             events.remove_fallback_listener(self._listener)
             self._listener = None
-        if self._mode is not None:
-            mode, self._mode = self._mode, None
-            mode.__exit__(*exc_info)
+        if self.observing:
+            self.stop_observing(exc_info)
+
+    def on_op(self, call: OpCall):
+        """The dispatch method: count an op routed to the CPU fallback, then run it."""
+        if call.kind == routing.FALLBACK:
+            self._hit(call.name)
+        return call.run()
 
     def __enter__(self) -> "FallbackMonitor":
         if self._depth == 0:
@@ -231,60 +228,3 @@ class FallbackMonitor:
             with self:
                 return fn(*args, **kwargs)
         return wrapper
-
-
-def _make_mode(monitor: FallbackMonitor):
-    """The TorchDispatchMode of the dispatch method (torch imported only here)."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    from ascend_compat.coverage import _routing
-
-    sim = sys.modules.get("ascend_compat.simulator")
-    if sim is not None and sim.is_installed():
-        from ascend_compat.simulator import _fallback
-
-        router = _routing.Router(_routing.table_predicate(_fallback.native_set()))
-    else:
-        router = _routing.Router(_routing.dispatcher_predicate())
-    device = torch._C._get_privateuse1_backend_name()
-    Tensor = torch.Tensor
-    FALLBACK, COMPOSITE = _routing.FALLBACK, _routing.COMPOSITE
-
-    def on_device(args, kwargs) -> bool:
-        for a in args:
-            if isinstance(a, Tensor):
-                if a.device.type == device:
-                    return True
-            elif isinstance(a, (list, tuple)):
-                for e in a:
-                    if isinstance(e, Tensor) and e.device.type == device:
-                        return True
-        for v in kwargs.values():
-            if isinstance(v, Tensor):
-                if v.device.type == device:
-                    return True
-            elif isinstance(v, torch.device) and v.type == device:
-                return True
-            elif isinstance(v, (list, tuple)):
-                for e in v:
-                    if isinstance(e, Tensor) and e.device.type == device:
-                        return True
-        return False
-
-    class _FallbackMode(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.decomposing = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if on_device(args, kwargs) and not _routing.reentrant(self, func):
-                kind, key = router.route(func)
-                if kind == FALLBACK:
-                    monitor._hit(_routing.qualified(func))
-                elif kind == COMPOSITE:
-                    return _routing.run_composite(self, func, key, args, kwargs)
-            return func(*args, **kwargs)
-
-    return _FallbackMode()

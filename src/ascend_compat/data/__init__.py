@@ -33,6 +33,8 @@ op-plugin; every other version read from its newest PyPI wheel).
 
 Custom op schemas (``npu_op_schemas.json``, from one torch_npu wheel's codegen yaml): :func:`npu_op_schemas`.
 
+msprobe's accuracy standard (``accuracy_standard.json``, from Ascend/mstt): :func:`accuracy_standard`.
+
 Other tables: :func:`npu_api` / :func:`custom_api` (public names of ``torch_npu.npu`` / ``torch_npu``),
 :func:`cuda_api_map` (``torch.cuda`` -> ``torch.npu`` per version), :func:`version_matrix`,
 :func:`python_support`, :func:`recommended` (torch_npu / torch / CANN / Python pairings).
@@ -58,10 +60,12 @@ __all__ = [
     "is_native",
     "quantized_ops",
     "would_fall_back",
+    "composite_kernel",
     "custom_ops",
     "custom_op_overloads",
     "exposed_custom_ops",
     "npu_op_schemas",
+    "accuracy_standard",
     "npu_api_versions",
     "npu_api",
     "custom_api",
@@ -178,11 +182,22 @@ def is_native(op: str, torch_npu_version: Optional[str] = None) -> bool:
     return normalize_op_name(op) in native_ops(torch_npu_version)
 
 
-_COMPOSITE_KEYS = (
-    "CompositeImplicitAutograd",
-    "CompositeExplicitAutograd",
+#: composite dispatch keys, in the order the dispatcher prefers them for a backend without a kernel
+COMPOSITE_KEYS = (
     "CompositeExplicitAutogradNonFunctional",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutograd",
 )
+
+
+def composite_kernel(qualified: str) -> Optional[str]:
+    """The composite dispatch key whose kernel the installed torch runs for ``qualified``
+    (``"aten::gelu"``, ``"aten::add.Tensor"``) on a backend without a kernel of its own, or None
+    (the op then reaches the backend's fallback). Imports torch."""
+    import torch
+
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return next((key for key in COMPOSITE_KEYS if has(qualified, key)), None)
 
 
 def would_fall_back(op: str, torch_npu_version: Optional[str] = None) -> bool:
@@ -202,7 +217,7 @@ def would_fall_back(op: str, torch_npu_version: Optional[str] = None) -> bool:
         torch._C._dispatch_find_schema_or_throw("aten::" + base, overload)
     except RuntimeError:
         raise ValueError(f"torch {torch.__version__} has no operator aten::{name}") from None
-    return not any(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, k) for k in _COMPOSITE_KEYS)
+    return composite_kernel(qualified) is None
 
 
 @functools.lru_cache(maxsize=None)
@@ -231,6 +246,14 @@ def npu_op_schemas() -> Dict[str, Dict[str, Any]]:
     ``{"schema", "exposed", "autograd", "composite"}``, from the torch_npu wheel named in the table's
     ``_source`` (2.14.0). The returned dict is shared: do not modify it."""
     return load_table("npu_op_schemas.json")["ops"]
+
+
+def accuracy_standard() -> Dict[str, Any]:
+    """msprobe's accuracy standard (``accuracy_standard.json``, from Ascend/mstt): the standard each aten op
+    is judged by (``ops``, base names; every other op: benchmark comparison), the per-dtype thresholds
+    (``dtype``), the benchmark ratio limits, the ULP and thousandth limits. Read by
+    ``ascend_compat.accuracy.standard``. The returned dict is shared: do not modify it."""
+    return load_table("accuracy_standard.json")
 
 
 # ---------------------------------------------------------------- torch_npu.npu API

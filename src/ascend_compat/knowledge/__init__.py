@@ -8,10 +8,15 @@ simulator and doctor where they state the same facts. Each record carries a verd
 ``partial`` / ``manual``: what happens on Ascend without editing the code), the reason, one advice
 sentence, the versions it applies to (:class:`Versions`) and a minimal example that
 ``tests/knowledge`` runs under the simulated NPU to prove the verdict.
+
+Facts about single ops (``operators``: CPU-fallback rewrites, the dtypes torch_npu refuses per op,
+the float64 downcast rule) are read by the tools that watch ops (``audit``, ``profile``, ``compare``)
+and by the simulated NPU; ``numerics`` names what Ascend computes differently from CUDA by design (HF32,
+float64 run in float32) with the switch that controls it, for ``compare``'s "as on Ascend" section.
 """
 from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
                                              Library, Versions)
-from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
+from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries, numerics, operators
 
 __all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
-           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]
+           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions", "numerics", "operators"]

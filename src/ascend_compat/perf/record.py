@@ -7,21 +7,22 @@
 raises :class:`StopProfiling` (a ``SystemExit``, so the user's ``except Exception`` does not swallow
 it), which ``ascend-compat profile`` uses to end a long script early.
 
-Ops are routed as the dispatcher would route them on torch_npu (:mod:`ascend_compat.coverage._routing`:
-native, composite - whose pieces are then recorded - or CPU fallback), with the emulated version's
-table under the simulator and the dispatcher's own registrations on real torch_npu. Every op still
-runs the kernel it would have run, so results are unchanged. Dispatch modes are per thread: enter
-and exit a recorder in the thread that runs the step (backward started there is seen too).
+The recorder is an op observer (:class:`ascend_compat.observe.OpObserver`): ops are routed as the
+dispatcher would route them on torch_npu (:mod:`ascend_compat.observe.routing`: native, composite -
+whose pieces are then recorded - or CPU fallback), with the emulated version's table under the
+simulator and the dispatcher's own registrations on real torch_npu. Every op still runs the kernel it
+would have run, so results are unchanged. Dispatch modes are per thread: enter and exit a recorder in
+the thread that runs the step (backward started there is seen too).
 """
 from __future__ import annotations
 
-import sys
-import threading
 import time
 import weakref
 from typing import Any, List, Optional
 
-from ascend_compat.coverage._context import ModuleStack
+from ascend_compat.observe import routing
+from ascend_compat.observe.frames import user_frame
+from ascend_compat.observe.observer import OpCall, OpObserver, device_name
 from ascend_compat.perf.events import OpEvent, StepRecord
 
 __all__ = ["profile", "Recorder", "StopProfiling"]
@@ -53,7 +54,7 @@ def profile(steps: Optional[int] = None, warmup: int = 0, auto_step: bool = Fals
                     max_events=max_events)
 
 
-class Recorder:
+class Recorder(OpObserver):
     """Records the NPU ops of steps ``warmup .. warmup + steps - 1`` (see the module docstring)."""
 
     def __init__(self, steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
@@ -70,14 +71,12 @@ class Recorder:
         self._step = 0
         self._recording = False
         self._step_start = 0
-        self._mode = None
         self._handles: List[Any] = []
-        self._modules = ModuleStack()
         self._in_optimizer = 0
         self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
         self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
         self._str_original = None
-        self._thread: Optional[int] = None
+        super().__init__(own_thread=True, modules=True)
 
     # ------------------------------------------------------------------ steps
     @property
@@ -100,21 +99,19 @@ class Recorder:
             self._record.step_ns[self._step] = (self._step_start, time.perf_counter_ns())
         finished = self._recording and self.steps is not None and self._step == self.warmup + self.steps - 1
         self._step += 1
-        self._modules.clear()
+        self.module_stack.clear()
         self._update_recording()
         if finished and self.stop_after:
             raise StopProfiling()
 
     # ------------------------------------------------------------------ enter / exit
     def __enter__(self) -> "Recorder":
-        import torch
-
-        if self._mode is not None:
+        if self.observing:
             raise RuntimeError("this recorder is already active")
-        self._thread = threading.get_ident()
-        self._mode = _make_mode(self)
-        self._mode.__enter__()
-        self._install_hooks(torch)
+        self.router = routing.backend_router()
+        self._flops = _flop_formulas()
+        self.start_observing()
+        self._install_hooks()
         self._update_recording()
         return self
 
@@ -125,15 +122,12 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        self._modules.remove()
         if self._str_original is not None:
             import torch._tensor_str
 
             torch._tensor_str._str = self._str_original
             self._str_original = None
-        mode, self._mode = self._mode, None
-        if mode is not None:
-            mode.__exit__(*exc_info)
+        self.stop_observing(exc_info)
 
     def record(self) -> StepRecord:
         """The recorded steps after the warm-up (all steps, with a note, when the run ended first)."""
@@ -157,10 +151,9 @@ class Recorder:
         return analyze(self.record(), backend)
 
     # ------------------------------------------------------------------ hooks
-    def _install_hooks(self, torch) -> None:
+    def _install_hooks(self) -> None:
         from torch.optim import optimizer as optim_module
 
-        self._modules.install()
         self._handles.append(optim_module.register_optimizer_step_pre_hook(self._optimizer_pre))
         self._handles.append(optim_module.register_optimizer_step_post_hook(self._optimizer_post))
         import torch._tensor_str
@@ -169,7 +162,7 @@ class Recorder:
         recorder = self
 
         def _str(tensor, *args, **kwargs):
-            if recorder._recording and tensor.device.type == _device_name():
+            if recorder._recording and tensor.device.type == device_name():
                 recorder._note_print(tensor)
             return original(tensor, *args, **kwargs)
 
@@ -194,20 +187,19 @@ class Recorder:
             self._record.events.append(event)
 
     def _note_print(self, tensor) -> None:
-        from ascend_compat.coverage._routing import user_frame
-
         self._add(OpEvent(self._step, "print", "other", user_frame(2), self._module(),
                           (tuple(tensor.shape),), (str(tensor.dtype).replace("torch.", ""),),
                           tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns()))
 
     def _module(self) -> str:
-        return self._modules.current()
+        return self.module_stack.current()
 
+    # ------------------------------------------------------------------ the op hook
+    def watching(self) -> bool:
+        return self._recording
 
-def _device_name() -> str:
-    import torch
-
-    return torch._C._get_privateuse1_backend_name()
+    def on_op(self, call: OpCall):
+        return _observe(self, call)
 
 
 def _nbytes(t) -> int:
@@ -228,140 +220,100 @@ def _optimizer_impl(optimizer) -> str:
     return "foreach" if foreach else "single_tensor"
 
 
-def _make_mode(recorder: Recorder):
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+def _flop_formulas():
     from torch.utils.flop_counter import flop_registry
 
-    from ascend_compat.coverage import _routing
+    return flop_registry
 
-    sim = sys.modules.get("ascend_compat.simulator")
-    if sim is not None and sim.is_installed():
-        from ascend_compat.simulator import _fallback
 
-        router = _routing.Router(_routing.table_predicate(_fallback.native_set()))
-    else:
-        router = _routing.Router(_routing.dispatcher_predicate())
-    device = _device_name()
+def _flops_of(recorder: Recorder, func, args, kwargs, out) -> int:
+    formula = recorder._flops.get(func._overloadpacket)
+    if formula is None:
+        return 0
+    try:
+        return int(formula(*args, **kwargs, out_val=out))
+    except Exception:  # a formula that does not know this overload's arguments: count nothing
+        return 0
+
+
+def _layout_tags(name, ins) -> tuple:
+    import torch
+
+    tags = []
+    for t in ins:
+        if t.dim() < 2 or t.is_contiguous():
+            continue
+        if name in _CONV and t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+            tags.append("channels_last")
+        elif not t.transpose(-1, -2).is_contiguous():  # a plain transpose is free on the Cube unit
+            tags.append("noncontiguous")
+    return tuple(dict.fromkeys(tags))
+
+
+def _observe(rec: Recorder, call: OpCall):
+    """Run one op and record it as an :class:`OpEvent` when it touches the NPU."""
+    import torch
+
+    func, args, kwargs = call.func, call.args, call.kwargs
+    device = device_name()
+    dev_in = call.on_device
+    kind = call.kind
+    start = time.perf_counter_ns()
+    out = call.run()
+    dur = time.perf_counter_ns() - start
     Tensor = torch.Tensor
-    COMPOSITE, FALLBACK = _routing.COMPOSITE, _routing.FALLBACK
-    user_frame, qualified = _routing.user_frame, _routing.qualified
-    perf_ns = time.perf_counter_ns
-    current_node = torch._C._current_autograd_node
-
-    def tensors(args, kwargs):
-        for a in args:
-            if isinstance(a, Tensor):
-                yield a
-            elif isinstance(a, (list, tuple)):
-                for e in a:
-                    if isinstance(e, Tensor):
-                        yield e
-        for v in kwargs.values():
-            if isinstance(v, Tensor):
-                yield v
-
-    def on_device(x) -> bool:
-        if isinstance(x, Tensor):
-            return x.device.type == device
-        if isinstance(x, torch.device):  # a factory's device= argument
-            return x.type == device
-        if isinstance(x, (list, tuple)):
-            return any(isinstance(e, Tensor) and e.device.type == device for e in x)
-        return False
-
-    def flops_of(func, args, kwargs, out) -> int:
-        formula = flop_registry.get(func._overloadpacket)
-        if formula is None:
-            return 0
-        try:
-            return int(formula(*args, **kwargs, out_val=out))
-        except Exception:  # a formula that does not know this overload's arguments: count nothing
-            return 0
-
-    def layout_tags(name, ins) -> tuple:
-        tags = []
-        for t in ins:
-            if t.dim() < 2 or t.is_contiguous():
-                continue
-            if name in _CONV and t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
-                tags.append("channels_last")
-            elif not t.transpose(-1, -2).is_contiguous():  # a plain transpose is free on the Cube unit
-                tags.append("noncontiguous")
-        return tuple(dict.fromkeys(tags))
-
-    class _PerfMode(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.decomposing = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            rec = recorder
-            if not rec._recording or _routing.reentrant(self, func) or threading.get_ident() != rec._thread:
-                return func(*args, **kwargs)
-            dev_in = any(on_device(a) for a in args) or any(on_device(v) for v in kwargs.values())
-            kind = "other"
-            if dev_in:
-                kind, key = router.route(func)
-                if kind == COMPOSITE:
-                    return _routing.run_composite(self, func, key, args, kwargs)
-            start = perf_ns()
-            out = func(*args, **kwargs)
-            dur = perf_ns() - start
-            outs = [out] if isinstance(out, Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
-                                                           if isinstance(o, Tensor)]
-            dev_out = any(o.device.type == device for o in outs)
-            name = qualified(func)
-            if name == "aten::lift_fresh" and not dev_in:  # torch.tensor(data) on the CPU: may move next
-                rec._lifted = weakref.ref(args[0]) if args else None
-            if not (dev_in or dev_out):
-                return out
-            ins = list(tensors(args, kwargs))
-            event = OpEvent(rec._step, name, "cpu_fallback" if kind == FALLBACK else ("native" if dev_in else "other"),
-                            user_frame(2), rec._module(),
-                            tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
-                            max((o.numel() for o in outs), default=-1), flops=flops_of(func, args, kwargs, out),
-                            out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur)
-            tags = []
-            if kind == FALLBACK:
-                event.d2h = sum(_nbytes(t) for t in ins if t.device.type == device)
-                event.h2d = sum(_nbytes(o) for o in outs if o.device.type == device)
-            if name == "aten::_local_scalar_dense":
-                event.sync, event.d2h = "item", sum(_nbytes(t) for t in ins)
-            elif dev_in and (name in DATA_DEPENDENT or (name in BOOL_INDEXED and any(
-                    t.dtype in (torch.bool, torch.uint8) for t in ins[1:]))):
-                event.sync = "data_dependent"
-            elif name in ("aten::_to_copy", "aten::copy_") and ins:
-                src = ins[-1] if name == "aten::copy_" else ins[0]
-                dst_dev = (outs[0].device.type if outs else "") if name == "aten::_to_copy" else ins[0].device.type
-                if src.device.type == device and dst_dev != device:
-                    event.sync, event.d2h = "to_cpu", _nbytes(src)
-                elif src.device.type != device and dst_dev == device:
-                    event.h2d = _nbytes(src)
-                    tags.append("pinned" if src.is_pinned() else "pageable")
-                    if not kwargs.get("non_blocking", len(args) > 2 and name == "aten::copy_" and bool(args[2])):
-                        tags.append("blocking")
-                    lifted = rec._lifted() if rec._lifted is not None else None
-                    if lifted is not None and lifted is src:
-                        tags.append("construct")
-            elif name == "aten::lift_fresh" and dev_in:
-                event.h2d = sum(_nbytes(t) for t in ins)
+    outs = [out] if isinstance(out, Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
+                                                   if isinstance(o, Tensor)]
+    dev_out = any(o.device.type == device for o in outs)
+    name = call.name
+    if name == "aten::lift_fresh" and not dev_in:  # torch.tensor(data) on the CPU: may move next
+        rec._lifted = weakref.ref(args[0]) if args else None
+    if not (dev_in or dev_out):
+        return out
+    ins = list(call.tensors())
+    module, site = rec.origin(call)
+    event = OpEvent(rec._step, name, "cpu_fallback" if kind == routing.FALLBACK else ("native" if dev_in else "other"),
+                    site, module,
+                    tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
+                    max((o.numel() for o in outs), default=-1), flops=_flops_of(rec, func, args, kwargs, out),
+                    out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur)
+    tags = []
+    if kind == routing.FALLBACK:
+        event.d2h = sum(_nbytes(t) for t in ins if t.device.type == device)
+        event.h2d = sum(_nbytes(o) for o in outs if o.device.type == device)
+    if name == "aten::_local_scalar_dense":
+        event.sync, event.d2h = "item", sum(_nbytes(t) for t in ins)
+    elif dev_in and (name in DATA_DEPENDENT or (name in BOOL_INDEXED and any(
+            t.dtype in (torch.bool, torch.uint8) for t in ins[1:]))):
+        event.sync = "data_dependent"
+    elif name in ("aten::_to_copy", "aten::copy_") and ins:
+        src = ins[-1] if name == "aten::copy_" else ins[0]
+        dst_dev = (outs[0].device.type if outs else "") if name == "aten::_to_copy" else ins[0].device.type
+        if src.device.type == device and dst_dev != device:
+            event.sync, event.d2h = "to_cpu", _nbytes(src)
+        elif src.device.type != device and dst_dev == device:
+            event.h2d = _nbytes(src)
+            tags.append("pinned" if src.is_pinned() else "pageable")
+            if not kwargs.get("non_blocking", len(args) > 2 and name == "aten::copy_" and bool(args[2])):
+                tags.append("blocking")
+            lifted = rec._lifted() if rec._lifted is not None else None
+            if lifted is not None and lifted is src:
                 tags.append("construct")
-            if func.is_view:
-                tags.append("view")
-            if name in MATMUL_CONV:
-                tags.extend(layout_tags(name, ins))
-            if name == "aten::_softmax" and outs:
-                rec._softmax_out[id(outs[0])] = outs[0]
-            elif name == "aten::log" and ins and rec._softmax_out.get(id(ins[0])) is ins[0]:
-                tags.append("log_of_softmax")
-            if rec._in_optimizer:
-                tags.append("optimizer")
-            if current_node() is not None:
-                tags.append("backward")
-            event.tags = tuple(tags)
-            rec._add(event)
-            return out
-
-    return _PerfMode()
+    elif name == "aten::lift_fresh" and dev_in:
+        event.h2d = sum(_nbytes(t) for t in ins)
+        tags.append("construct")
+    if func.is_view:
+        tags.append("view")
+    if name in MATMUL_CONV:
+        tags.extend(_layout_tags(name, ins))
+    if name == "aten::_softmax" and outs:
+        rec._softmax_out[id(outs[0])] = outs[0]
+    elif name == "aten::log" and ins and rec._softmax_out.get(id(ins[0])) is ins[0]:
+        tags.append("log_of_softmax")
+    if rec._in_optimizer:
+        tags.append("optimizer")
+    if torch._C._current_autograd_node() is not None:
+        tags.append("backward")
+    event.tags = tuple(tags)
+    rec._add(event)
+    return out

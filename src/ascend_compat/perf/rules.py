@@ -95,7 +95,7 @@ def _is_device_op(e: OpEvent) -> bool:
 # ---------------------------------------------------------------- rules
 
 def cpu_fallbacks(record: StepRecord) -> List[Finding]:
-    from ascend_compat.coverage.audit import REWRITES
+    from ascend_compat.knowledge.operators import rewrite_for
 
     n = record.n_steps
     groups: Dict[str, List[OpEvent]] = defaultdict(list)
@@ -104,8 +104,7 @@ def cpu_fallbacks(record: StepRecord) -> List[Finding]:
             groups[e.name].append(e)
     out = []
     for name, events in groups.items():
-        base = name.split("::", 1)[-1].split(".")[0]
-        advice = REWRITES.get(base, (None,))[0]
+        advice = rewrite_for(name)
         fix = (advice + ", or move it out of the training step" if advice else
                f"torch_npu has no NPU kernel for {name}: replace it with ops that run natively, or move it out "
                "of the training step; `ascend-compat audit` lists alternatives where one is known")

@@ -1,6 +1,7 @@
 """Dtypes torch_npu's kernels refuse, per aten overload (generated table ``data/dtype_support.json``).
 
-Two kinds of records, both from torch_npu's own sources (``tools/gen_dtype_support.py``):
+Two kinds of records, both from torch_npu's own sources (``tools/gen_dtype_support.py``), read
+through the knowledge layer (``knowledge.operators.dtype_refusals``) as every tool reads them:
 
 * op-plugin kernels that refuse float64 themselves (``refuses_float64``, e.g. ``sort.stable``:
   ``Input data type should not be float64`` + ERR01002);
@@ -16,26 +17,15 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, FrozenSet, Optional
+from typing import Callable, Optional
 
 import torch
 
+from ascend_compat.knowledge import operators
 from ascend_compat.simulator import _float64
 
 #: CANN dtype names used in the records -> torch dtypes
-CANN_DTYPES = {
-    "DT_DOUBLE": torch.float64, "DT_FLOAT": torch.float32, "DT_FLOAT16": torch.float16,
-    "DT_BFLOAT16": torch.bfloat16, "DT_INT8": torch.int8, "DT_INT16": torch.int16, "DT_INT32": torch.int32,
-    "DT_INT64": torch.int64, "DT_UINT8": torch.uint8, "DT_BOOL": torch.bool, "DT_COMPLEX32": torch.complex32,
-    "DT_COMPLEX64": torch.complex64, "DT_COMPLEX128": torch.complex128,
-}
-
-
-@functools.lru_cache(maxsize=1)
-def _table() -> dict:
-    from ascend_compat import data
-
-    return data.load_table("dtype_support.json")
+CANN_DTYPES = {cann: getattr(torch, name) for cann, name in operators.CANN_DTYPES.items()}
 
 
 def _name(op) -> str:
@@ -47,11 +37,7 @@ def _name(op) -> str:
 #: torch_npu's kernel for them directly, as torch_npu does, loses no autograd formula
 NON_DIFFERENTIABLE_COMPOSITES = frozenset({"isclose"})
 
-
-@functools.lru_cache(maxsize=1)
-def gap_overloads() -> FrozenSet[str]:
-    """Every aten overload with a recorded aclnn dtype gap (``"isclose"``, ``"max.dim"``, ...)."""
-    return frozenset(op for entry in _table()["aclnn_dtype_gaps"].values() for op in entry["aten"])
+gap_overloads = operators.gap_overloads
 
 
 def shadows_composite(key: str) -> bool:
@@ -67,22 +53,20 @@ def op_check(op) -> Optional[Callable]:
     ``self`` dtype its torch_npu kernel refuses, or None when the records say nothing against ``op``."""
     if not op._schema.name.startswith("aten::"):
         return None
-    name = _name(op)
-    table = _table()
-    refusal = table["refuses_float64"].get(name)
-    if refusal is not None:
-        code = refusal["error"].partition(" ")[0]
-        return _checker({torch.float64: lambda: refusal["message"] + _err_suffix(code)}, None)
+    refusals = operators.dtype_refusals(_name(op))
+    if not refusals:
+        return None
     messages = {}
     dim_pos = None
-    for api, entry in sorted(table["aclnn_dtype_gaps"].items()):
-        if name not in entry["aten"]:
-            continue
-        for cann in entry["dtypes"]:
-            messages[CANN_DTYPES[cann]] = functools.partial(_aclnn_message, api, cann)
-        if api.endswith("WithDim"):
+    for dtype, refusal in refusals.items():
+        if refusal.kind == "kernel":
+            code = refusal.error.partition(" ")[0]
+            messages[getattr(torch, dtype)] = functools.partial(_kernel_message, refusal.message, code)
+        else:
+            messages[getattr(torch, dtype)] = functools.partial(_aclnn_message, refusal.api, refusal.cann_dtype)
+        if refusal.needs_dim:
             dim_pos = next((i for i, a in enumerate(op._schema.arguments) if a.name == "dim"), None)
-    return _checker(messages, dim_pos) if messages else None
+    return _checker(messages, dim_pos)
 
 
 def _checker(messages: dict, dim_pos: Optional[int]) -> Callable:
@@ -104,6 +88,10 @@ def _err_suffix(code: str) -> str:
     from ascend_compat.simulator import _error_code
 
     return _error_code.cpp_error(*_error_code.parse(code))
+
+
+def _kernel_message(message: str, code: str) -> str:
+    return message + _err_suffix(code)
 
 
 def _aclnn_message(api: str, cann_dtype: str) -> str:

@@ -28,12 +28,13 @@ from typing import Optional
 
 import torch
 
+from ascend_compat.knowledge import operators
 from ascend_compat.simulator import _memory, _state
 
 MODES = ("torch_npu", "warn", "strict", "allow")
 DEFAULT_MODE = "torch_npu"
 #: torch_npu's one-time message (ToKernelNpu.cpp, TORCH_NPU_WARN_ONCE), verbatim.
-DOWNCAST_MESSAGE = "Device do not support double dtype now, dtype cast replace with float."
+DOWNCAST_MESSAGE = operators.float64_downcast_message()
 WIDE = (torch.float64, torch.complex128)
 
 _mode = DEFAULT_MODE
@@ -72,9 +73,11 @@ def to_copy_dtype(self_dtype: torch.dtype, dtype: Optional[torch.dtype], layout=
     """The dtype torch_npu's ``_to_copy`` really produces for an npu tensor of ``self_dtype``.
 
     float32 when float64 is asked for by dtype alone (no ``layout``, no ``device``) from another
-    dtype; otherwise ``dtype`` unchanged. Pure: no message, no mode (see :func:`to_copy`).
+    dtype; otherwise ``dtype`` unchanged (the rule: ``knowledge.operators.downcasts_to_float32``).
+    Pure: no message, no mode (see :func:`to_copy`).
     """
-    if dtype is torch.float64 and layout is None and device is None and self_dtype is not torch.float64:
+    if dtype is torch.float64 and operators.downcasts_to_float32(
+            str(self_dtype)[6:], "float64", layout is not None, device is not None):
         return torch.float32
     return dtype
 

@@ -15,18 +15,31 @@ into NaN, ``error:CODE`` raises ``RuntimeError`` worded as torch_npu reports a f
 that CANN error code. The fault replaces the op's PrivateUse1 kernel (the NPU's), so CPU tensors,
 and ops routed to the CPU at run time (``ASCEND_COMPAT_CPU_OPS``), are unaffected; leaving the
 context (or :func:`clear`) restores the simulator's kernel.
+
+torch_npu's own ops (``npu::npu_fusion_attention``, ``npu::npu_rms_norm``) take the fault too: the
+torch_npu stand-in tells this module (:func:`register_namespace`) which kernel each op has and at
+which keys; an op whose kernel runs at ``AutogradPrivateUse1`` (autograd records its CPU reference's
+own ops) gets the fault there as well, applied to a copy of each output so its gradient still flows.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import re
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-__all__ = ["inject", "clear", "active", "parse", "install_from_env", "FaultError"]
+__all__ = ["inject", "clear", "active", "parse", "install_from_env", "FaultError", "register_namespace"]
 
 KINDS = ("bias", "scale", "nan", "error")
 _ACTIVE: Dict[str, Tuple[str, float, object]] = {}  # op name -> (kind, value, torch.library.Library)
+#: namespace -> lookup(overload key) -> (kernel, dispatch keys) or None, for ops the core does not run itself
+_NAMESPACES: Dict[str, Callable[[str], Optional[Tuple[Callable, Tuple[str, ...]]]]] = {}
+
+
+def register_namespace(namespace: str, lookup: Callable[[str], Optional[Tuple[Callable, Tuple[str, ...]]]]) -> None:
+    """Called by the torch_npu stand-in when it registers ``torch.ops.npu``: ``lookup("npu_rms_norm")``
+    gives the op's kernel and the dispatch keys it is registered at (the core never imports the stand-in)."""
+    _NAMESPACES[namespace] = lookup
 
 
 class FaultError(ValueError):
@@ -69,12 +82,12 @@ def _aclnn(name: str) -> str:
     return "aclnn" + "".join(part.capitalize() for part in base.split("_"))
 
 
-def _faulty_kernel(op, name: str, kind: str, value: float):
+def _faulty_kernel(op, name: str, kind: str, value: float, inner: Callable, autograd: bool = False):
+    """``inner`` with the fault applied to its floating outputs: in place, or (``autograd``: the kernel
+    autograd records through) on copies, so the outputs' autograd history stays intact."""
     import torch
 
-    from ascend_compat.simulator import _direct, _dispatch, _error_code
-
-    inner = _dispatch.direct_kernel(op, _direct.mode_of(op))
+    from ascend_compat.simulator import _error_code
 
     def kernel(*args, **kwargs):
         if kind == "error":
@@ -84,7 +97,10 @@ def _faulty_kernel(op, name: str, kind: str, value: float):
                 + _error_code.cpp_error("PTA", "ACL")
                 + f"\n[ERROR] (injected by ASCEND_COMPAT_SIM_FAULTS) {_aclnn(name)} reported error {code}")
         out = inner(*args, **kwargs)
-        for t in (out if isinstance(out, (tuple, list)) else [out]):
+        many = isinstance(out, (tuple, list))
+        outs = [t.clone() if autograd and isinstance(t, torch.Tensor) and t.is_floating_point() else t
+                for t in (out if many else [out])]
+        for t in outs:
             if isinstance(t, torch.Tensor) and t.is_floating_point():
                 with torch.no_grad():
                     if kind == "bias":
@@ -93,7 +109,7 @@ def _faulty_kernel(op, name: str, kind: str, value: float):
                         t.mul_(value)
                     elif t.numel():
                         t.view(-1)[0] = float("nan")
-        return out
+        return type(out)(outs) if many else outs[0]
 
     kernel.__name__ = f"npu_sim_fault_{re.sub(r'[^0-9a-zA-Z]', '_', name)}"
     return kernel
@@ -109,12 +125,24 @@ def _add(name: str, kind: str, value: float) -> None:
     if name in _ACTIVE:
         _remove(name)
     op = _overload(name)
-    lib = torch.library.Library(op._schema.name.split("::")[0], "IMPL")
+    namespace = op._schema.name.split("::")[0]
+    if namespace in _NAMESPACES:
+        base = op._schema.name.split("::")[1]
+        found = _NAMESPACES[namespace](base if op._overloadname in ("", "default") else f"{base}.{op._overloadname}")
+        if found is None:
+            raise FaultError(f"{name} has no kernel on the simulated NPU to inject a fault into")
+        inner, keys = found
+    else:
+        from ascend_compat.simulator import _direct, _dispatch
+
+        inner, keys = _dispatch.direct_kernel(op, _direct.mode_of(op)), ("PrivateUse1",)
+    lib = torch.library.Library(namespace, "IMPL")
     import warnings
 
     with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
         warnings.simplefilter("ignore")
-        lib.impl(op, _faulty_kernel(op, name, kind, value), "PrivateUse1")
+        for key in keys:
+            lib.impl(op, _faulty_kernel(op, name, kind, value, inner, key.startswith("Autograd")), key)
     _ACTIVE[name] = (kind, value, lib)
 
 

@@ -22,14 +22,15 @@ import os
 import warnings
 from typing import Dict
 
-__all__ = ["enable", "disable", "enabled", "hf32_round", "CONV_OPS", "MATMUL_OPS", "install_from_env", "sync"]
+__all__ = ["enable", "disable", "enabled", "hf32_round", "CONV_OPS", "MATMUL_OPS", "MULTIPLICANDS", "install_from_env",
+           "sync"]
 
 CONV_OPS = ("aten::convolution", "aten::convolution_backward")
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 #: the positions of the multiplied operands: HF32 rounds what the Cube unit multiplies; a bias
 #: (convolution's, addmm's and baddbmm's ``self``) is added in float32
-_MULTIPLICANDS = {"aten::convolution": (0, 1), "aten::convolution_backward": (0, 1, 2),
-                  "aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
+MULTIPLICANDS = {"aten::convolution": (0, 1), "aten::convolution_backward": (0, 1, 2),
+                 "aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
 _GROUPS = {"conv": CONV_OPS, "matmul": MATMUL_OPS}
 _mode = {"npu": False}  # True once enable()/register() ran and disable() did not follow
 _LIBS: Dict[str, object] = {}  # group -> the Library holding its HF32 kernels
@@ -112,7 +113,7 @@ def _kernel(op):
     inner = _dispatch.direct_kernel(op, _direct.mode_of(op))
     f32 = torch.float32
     tensor = torch.Tensor
-    rounded = _MULTIPLICANDS[op._schema.name]
+    rounded = MULTIPLICANDS[op._schema.name]
 
     def kernel(*args, **kwargs):
         index = None

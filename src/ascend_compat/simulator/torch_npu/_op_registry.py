@@ -47,6 +47,8 @@ REFERENCES: Dict[str, Callable] = dict(_fused.OVERLOADS)
 _META_SAFE = _fused.META_SAFE
 
 _registered: Optional[FrozenSet[str]] = None
+#: overload -> (its kernel, the dispatch keys it is registered at), for the ops with a CPU reference
+_KERNELS: Dict[str, tuple] = {}
 
 
 def _table() -> Dict[str, dict]:
@@ -127,6 +129,8 @@ def register(version: Optional[str] = None) -> torch.library.Library:
                     if has_tensor else ["CompositeExplicitAutograd"])
         for key in keys:
             lib.impl(overload, kernel, key)
+        if reference is not None and has_tensor:
+            _KERNELS[overload] = (kernel, tuple(k for k in keys if k != "Meta"))
         if reference is not None and overload in _derivatives.FORMULAS:
             setup, backward = _derivatives.FORMULAS[overload]
             torch.library.register_autograd(f"npu::{overload}", backward, setup_context=setup, lib=lib)
@@ -134,6 +138,9 @@ def register(version: Optional[str] = None) -> torch.library.Library:
     _registered = frozenset(names)
     _export_deprecated_torch_names(names)
     _bind_packets(names)
+    from ascend_compat.simulator import faults
+
+    faults.register_namespace("npu", _KERNELS.get)  # fault injection reaches these kernels
     return lib
 
 

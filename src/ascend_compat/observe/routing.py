@@ -1,11 +1,12 @@
-"""How an aten op would run on torch_npu, and where user code called it (shared by FallbackMonitor and audit).
+"""How an op would run on torch_npu: the routing rule every watching tool applies (one place).
 
 Routing follows the dispatcher's rules for the PrivateUse1 (``npu``) key, given a predicate saying
 whether torch_npu has its own kernel for an overload:
 
 * own kernel -> ``NATIVE``;
 * no own kernel but a ``CompositeExplicitAutogradNonFunctional`` (structured ops: ``empty`` + the
-  ``out`` overload), ``CompositeExplicitAutograd`` or ``CompositeImplicitAutograd`` kernel ->
+  ``out`` overload), ``CompositeExplicitAutograd`` or ``CompositeImplicitAutograd`` kernel
+  (:func:`ascend_compat.data.composite_kernel`, which ``data.would_fall_back`` applies too) ->
   ``COMPOSITE``: that kernel runs on the device and its pieces are dispatched (and judged) in turn;
 * otherwise -> ``FALLBACK`` (torch_npu's boxed CPU fallback);
 * torch_npu's own ``npu::`` ops are ``NATIVE``; other namespaces are ``OTHER`` (not judged).
@@ -15,18 +16,15 @@ decomposition exactly as the NPU would execute it (the same kernels torch would 
 """
 from __future__ import annotations
 
-import os
 import sys
-import sysconfig
 from typing import Callable, Dict, Optional, Tuple
+
+from ascend_compat.data import composite_kernel
 
 NATIVE = "native"
 COMPOSITE = "composite"
 FALLBACK = "cpu_fallback"
 OTHER = "other"
-
-_COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd",
-                   "CompositeImplicitAutograd")
 
 
 def op_key(op) -> str:
@@ -71,6 +69,18 @@ def note_routed(name: str) -> None:
         events.notify(name)
 
 
+def backend_router() -> "Router":
+    """The router of the NPU backend in this process: the emulated version's native-op table under the
+    simulated NPU (its own kernels are registered differently from torch_npu's), else the dispatcher's
+    own PrivateUse1 registrations (real torch_npu)."""
+    sim = sys.modules.get("ascend_compat.simulator")
+    if sim is not None and sim.is_installed():
+        from ascend_compat.simulator import _fallback
+
+        return Router(table_predicate(_fallback.native_set()))
+    return Router(dispatcher_predicate())
+
+
 class Router:
     """Caches the route of each OpOverload: ``(kind, composite DispatchKey or None)``."""
 
@@ -96,10 +106,9 @@ class Router:
             return OTHER, None
         if self._is_native(op):
             return NATIVE, None
-        name = qualified(op)
-        for key in _COMPOSITE_KEYS:
-            if torch._C._dispatch_has_kernel_for_dispatch_key(name, key):
-                return COMPOSITE, getattr(torch._C.DispatchKey, key)
+        key = composite_kernel(qualified(op))
+        if key is not None:
+            return COMPOSITE, getattr(torch._C.DispatchKey, key)
         return FALLBACK, None
 
 
@@ -122,43 +131,3 @@ def reentrant(mode, op) -> bool:
     """True when ``op`` is the op whose composite kernel ``mode`` is running right now."""
     stack = mode.decomposing
     return bool(stack) and stack[-1] is op
-
-
-# ---------------------------------------------------------------- user frames
-
-def _skip_dirs() -> Tuple[str, ...]:
-    import torch
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ascend_compat/
-    # the standard library where it really is: in a virtual environment sysconfig's "stdlib" is the
-    # environment's lib/pythonX.Y, which holds site-packages and so every library
-    dirs = {os.path.dirname(torch.__file__), package, os.path.dirname(os.__file__),
-            os.path.dirname(sysconfig.__file__)}
-    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
-
-
-_SKIP: Optional[Tuple[str, ...]] = None
-_skip_cache: Dict[str, bool] = {}
-
-
-def user_frame(start: int = 1) -> Optional[Tuple[str, int, str]]:
-    """``(file, line, function)`` of the innermost caller outside torch, ascend_compat and the stdlib
-    (None if every frame is inside them). Cheap enough for the first call of an op, not for every call."""
-    global _SKIP
-    if _SKIP is None:
-        _SKIP = _skip_dirs()
-    frame = sys._getframe(start)
-    cache = _skip_cache
-    while frame is not None:
-        fname = frame.f_code.co_filename
-        skip = cache.get(fname)
-        if skip is None:
-            if fname.startswith("<"):  # "<frozen runpy>" is stdlib; "<string>", "<stdin>" are user code
-                skip = fname.startswith("<frozen")
-            else:
-                skip = os.path.realpath(fname).startswith(_SKIP)
-            cache[fname] = skip
-        if not skip:
-            return fname, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back
-    return None

@@ -1,4 +1,4 @@
-"""Which ``nn.Module`` is running: a stack kept by global module forward hooks, shared by the tools
+"""Which ``nn.Module`` is running: a stack kept by global module forward hooks, for the observers
 that attribute ops to modules (the performance advisor, the accuracy comparison).
 
 Names are the dotted paths of the outermost module called (``GPT.blocks.0.attn``); only the thread

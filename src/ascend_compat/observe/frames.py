@@ -1,0 +1,59 @@
+"""Where user code called an op: the innermost stack frame outside torch, ascend_compat and the
+standard library (:func:`user_frame`), as a :class:`Frame` for reports."""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import Dict, NamedTuple, Optional, Tuple, Union
+
+
+class Frame(NamedTuple):
+    """A user stack frame: ``file``, ``line``, ``function``."""
+
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+def _skip_dirs() -> Tuple[str, ...]:
+    import torch
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ascend_compat/
+    # the standard library where it really is: in a virtual environment sysconfig's "stdlib" is the
+    # environment's lib/pythonX.Y, which holds site-packages and so every library
+    dirs = {os.path.dirname(torch.__file__), package, os.path.dirname(os.__file__),
+            os.path.dirname(sysconfig.__file__)}
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+
+
+_SKIP: Optional[Tuple[str, ...]] = None
+_skip_cache: Dict[str, bool] = {}
+
+
+def user_frame(start: Union[int, FrameType] = 1) -> Optional[Tuple[str, int, str]]:
+    """``(file, line, function)`` of the innermost caller outside torch, ascend_compat and the stdlib
+    (None if every frame is inside them), walking out from ``start``: a depth below the caller, or a
+    frame. Cheap enough for the first call of an op, not for every call."""
+    global _SKIP
+    if _SKIP is None:
+        _SKIP = _skip_dirs()
+    frame = sys._getframe(start) if isinstance(start, int) else start
+    cache = _skip_cache
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        skip = cache.get(fname)
+        if skip is None:
+            if fname.startswith("<"):  # "<frozen runpy>" is stdlib; "<string>", "<stdin>" are user code
+                skip = fname.startswith("<frozen")
+            else:
+                skip = os.path.realpath(fname).startswith(_SKIP)
+            cache[fname] = skip
+        if not skip:
+            return fname, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back
+    return None
