@@ -80,7 +80,8 @@ def test_opt_out_and_deactivate_restore_the_environment():
 def test_a_child_that_never_imports_torch_imports_nothing_of_ours():
     out = check(run_python("""
         import ascend_compat, subprocess, sys
-        code = "import sys; print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ascend_compat')))"
+        code = ("import sys, importlib.util; importlib.util.find_spec('torch'); "  # a probe alone loads nothing
+                "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ascend_compat')))")
         subprocess.run([sys.executable, "-c", code], check=True)
     """, ASCEND_COMPAT_SIMULATE="1"))
     assert "LOADED []" in out
@@ -152,3 +153,33 @@ def test_cpu_run_is_reported_at_exit(tmp_path):
     assert f"the first, torch.cuda.is_available, at {script}:2" in proc.stderr
     quiet = cli("run", "--simulate", "child.py")
     assert "never allocated" not in quiet.stderr
+
+
+#: the ways libraries look for torch before (or instead of) importing it; none may use up the child's hook
+_PROBES = {
+    "find_spec": "import importlib.util; assert importlib.util.find_spec('torch') is not None",
+    "find_spec_twice": "import importlib.util; importlib.util.find_spec('torch'); importlib.util.find_spec('torch')",
+    "find_spec_submodule": "import importlib.util; importlib.util.find_spec('torch.nn')",
+    "pkgutil_find_loader": "import pkgutil, warnings; warnings.simplefilter('ignore'); pkgutil.find_loader('torch')",
+    "pkgutil_iter_modules": "import pkgutil; assert any(m.name == 'torch' for m in pkgutil.iter_modules())",
+    "metadata_version": "import importlib.metadata as md; md.version('torch'); md.distribution('torch').files",
+    "metadata_distributions": "import importlib.metadata as md; assert any(d.metadata['Name'] == 'torch' "
+                              "for d in md.distributions())",
+    "packages_distributions": "import importlib.metadata as md; assert 'torch' in md.packages_distributions()",
+    "import_submodule": "import torch.nn.functional",
+    "import_module": "import importlib; importlib.import_module('torch')",
+    "dunder_import": "__import__('torch')",
+}
+
+
+@pytest.mark.parametrize("probe", sorted(_PROBES))
+def test_looking_torch_up_does_not_use_up_the_childs_hook(probe):
+    """transformers, datasets, peft and accelerate call find_spec / metadata lookups before ``import torch``:
+    the child is shimmed all the same (issue 23 item 11)."""
+    code = (f"{_PROBES[probe]}\nimport torch\n"
+            "print('PROBED', torch.cuda.is_available(), torch.ones(1).cuda().device)")
+    out = check(run_python(f"""
+        import ascend_compat, subprocess, sys
+        subprocess.run([sys.executable, "-c", {code!r}], check=True)
+    """, ASCEND_COMPAT_SIMULATE="1"))
+    assert "PROBED True npu:0" in out
