@@ -67,7 +67,16 @@ def test_run_without_npu_hints_at_simulate(tmp_path):
     assert proc.returncode == 1
     # torch's own CUDA error, which depends on the torch build (a CPU build, or a CUDA build without a driver)
     assert re.search(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver", proc.stderr)
-    assert "ascend-compat run --simulate" in proc.stderr
+    assert f"ascend-compat run --simulate {script}" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["audit", "profile", "compare"])
+def test_no_npu_note_names_the_command_that_ran(tmp_path, command):
+    """Was: audit, profile and compare suggested `ascend-compat run --simulate SCRIPT`."""
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    proc = cli([command, "train.py"], tmp_path)
+    assert proc.returncode == 1
+    assert f"to dry-run it on the simulated NPU: ascend-compat {command} --simulate train.py" in proc.stderr
 
 
 def test_audit_of_a_script_that_crashed_before_any_op(tmp_path):

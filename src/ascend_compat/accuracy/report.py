@@ -3,8 +3,9 @@ module; text and JSON (versioned like the other reports)."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Dict, List
+
+from ascend_compat._files import display_path
 
 SCHEMA = "ascend-compat.compare"
 SCHEMA_VERSION = 1
@@ -48,12 +49,12 @@ class AccuracyReport:
         else:
             f = self.first
             lines.append(f"{len(self.departures)} departure(s); the first:")
-            lines.append(f"{_short(f.location)}: {f.name} (call {f.call}, {f.dtype}, {f.phase}) in "
+            lines.append(f"{display_path(f.location)}: {f.name} (call {f.call}, {f.dtype}, {f.phase}) in "
                          f"{f.module or '<outside modules>'}: {_what(f)}")
             lines.append(f"    max abs {f.metrics.max_abs:.3g}, max rel {f.metrics.max_rel:.3g}, cosine "
                          f"{f.metrics.cosine:.6f}, {f.metrics.ulp:.3g} ulp; tolerance rtol {f.rtol:g} atol {f.atol:g}")
             for d in self.departures[1:MAX_LISTED]:
-                lines.append(f"{_short(d.location)}: {d.name} (call {d.call}, {d.dtype}, {d.phase}) in "
+                lines.append(f"{display_path(d.location)}: {d.name} (call {d.call}, {d.dtype}, {d.phase}) in "
                              f"{d.module or '<outside modules>'}: {_what(d)}")
             if len(self.departures) > MAX_LISTED:
                 lines.append(f"  ... and {len(self.departures) - MAX_LISTED} more (--format json lists them all)")
@@ -90,9 +91,3 @@ def _num(v: float) -> str:
     return f"{v:.3g}" if v == v and v != float("inf") else str(v)
 
 
-def _short(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel

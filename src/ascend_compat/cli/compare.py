@@ -19,6 +19,8 @@ HELP = "run a script with every NPU op mirrored on the CPU and report the first 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ascend_compat.cli._script import add_target_arguments
+
     parser.add_argument("--simulate", action="store_true", help="run on the simulated NPU")
     parser.add_argument("--reference", choices=("float32", "float64"), default="float32",
                         help="precision of the host reference (default float32)")
@@ -35,8 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip outputs with more than N elements")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    add_target_arguments(parser)
 
 
 def _tolerance(text: str):
@@ -65,8 +66,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise CliError(f"cannot write {args.output!r}: its directory does not exist", USAGE)
-    from ascend_compat.cli.audit import _run
-    from ascend_compat.cli.run import parse_target, prepare_with_progress
+    from ascend_compat.cli._script import parse_target, prepare_with_progress, run_to_status
 
     target = parse_target(args, prog="compare")
     prepare_with_progress(args, args.simulate)
@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
                          ops=args.ops, modules=args.modules, steps=args.steps, max_numel=args.max_numel,
                          auto_step=args.steps is not None)
     with comparison:
-        code = _run(args.module, target)
+        code = run_to_status(args.module, target, "compare")
     report = comparison.report("the simulated NPU" if args.simulate else "")
     text = report.json() if args.format == "json" else report.text() + "\n"
     if args.output is None:

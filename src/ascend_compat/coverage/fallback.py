@@ -35,6 +35,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from ascend_compat._files import display_path
+
 __all__ = ["FallbackMonitor", "FallbackReport", "FallbackRecord", "Frame", "CPUFallbackError"]
 
 _METHODS = ("auto", "events", "dispatch", "none")
@@ -52,7 +54,7 @@ class Frame(NamedTuple):
     function: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}"
+        return f"{display_path(self.file)}:{self.line} in {self.function}"
 
 
 @dataclass(frozen=True)
