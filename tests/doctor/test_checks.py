@@ -323,3 +323,18 @@ def test_every_fix_is_one_sentence(tmp_path):
            if placeholder_problems(f) or not f.endswith(".") or f.endswith("..")}
     assert bad == {}
     assert checks.Check("x", WARN, "d", "do it").fix == "do it."
+
+
+def test_suggested_torch_npu_agrees_with_the_compatibility_line(tmp_path):
+    """Was: `fix: pip install torch-npu==2.13.0` while the compatibility line said that pairing is not published."""
+    sp = tmp_path / "site-packages"
+    info = sp / "torch-2.13.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0+cpu\n")
+    matrix = [{"torch_npu": "2.13.0", "torch": "2.13.0", "cann": None},
+              {"torch_npu": "2.12.0", "torch": "2.12.0", "cann": "9.1.0"}]
+    result = run_doctor(make_env("toolkit83", SOURCED_83, sys_path=[str(sp)], version_matrix=lambda: matrix))
+    assert "torch_npu 2.13.0 + CANN pairing not published" in by_name(result, "compatibility")[0].detail
+    fix = by_name(result, "torch_npu")[0].fix
+    assert "`pip install torch-npu==2.13.0`" in fix and "publishes no CANN pairing" in fix
+    assert "torch 2.12.0 + torch_npu 2.12.0 + CANN 9.1.0" in fix

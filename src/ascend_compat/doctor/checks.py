@@ -201,9 +201,14 @@ def _suggest_torch_npu(f: Facts) -> str:
             with_cann = [r for r in cands if r["cann"] == cann.version]
             cands = with_cann or cands
         if cands:
-            best = max(cands, key=lambda r: version_key(r["torch_npu"]))
-            return f"run `pip install torch-npu=={best['torch_npu']}`" + (
-                f" (published pairing: torch {best['torch']}, CANN {best['cann']})" if best["cann"] else "")
+            paired = [r for r in cands if r["cann"]]
+            best = max(paired or cands, key=lambda r: version_key(r["torch_npu"]))
+            if best["cann"]:
+                return f"run `pip install torch-npu=={best['torch_npu']}` (published pairing: torch {best['torch']}, " \
+                       f"CANN {best['cann']})"
+            # on PyPI, but Ascend publishes no CANN for it: say so, as the compatibility line does
+            return f"run `pip install torch-npu=={best['torch_npu']}` (on PyPI for torch {tv}; Ascend publishes no " \
+                   "CANN pairing for it, so use the newest CANN" + _newest_pairing(rows) + ")"
     if tv and rows:
         mm = release_line(tv)
         same_minor = [r for r in rows if mm and release_line(r["torch"]) == mm]
@@ -401,6 +406,16 @@ def check_npu_smi(f: Facts) -> CheckResult:
 
 
 # ---------------------------------------------------------------- compatibility
+def _newest_pairing(rows: list[dict]) -> str:
+    """``"; the newest published combination is torch T + torch_npu N + CANN C"`` (empty without one)."""
+    paired = [r for r in rows if r["cann"]]
+    if not paired:
+        return ""
+    best = max(paired, key=lambda r: (cann_key(r["cann"]), version_key(r["torch_npu"])))
+    return f"; the newest published combination is torch {best['torch']} + torch_npu {best['torch_npu']} + " \
+           f"CANN {best['cann']}"
+
+
 def _newest_cann_hint(rows: list[dict]) -> str:
     paired = [r for r in rows if r["cann"]]
     if not paired:
