@@ -180,7 +180,7 @@ def test_cli_gates_ci_and_writes_json(tmp_path):
     faulty = cli("--format", "json", ASCEND_COMPAT_SIM_FAULTS="aten::gelu=scale:1.01")
     assert faulty.returncode == 1
     report = json.loads(faulty.stdout)
-    assert report["schema"] == "ascend-compat.compare" and report["first_departure"]["op"] == "aten::gelu"
+    assert report["schema"] == "ascend-compat/compare" and report["first_departure"]["op"] == "aten::gelu"
     assert report["first_departure"]["site"]["line"] == 3 and report["first_departure"]["tolerance"]["rtol"] == 1e-4
     loose = cli("--tolerance", "float32=0.1,0.1", ASCEND_COMPAT_SIM_FAULTS="aten::gelu=scale:1.01")
     assert loose.returncode == 0

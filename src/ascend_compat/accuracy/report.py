@@ -6,9 +6,10 @@ import json
 from typing import Any, Dict, List
 
 from ascend_compat._files import display_path
+from ascend_compat._schemas import VERSIONS, schema_id
 
-SCHEMA = "ascend-compat.compare"
-SCHEMA_VERSION = 1
+SCHEMA = schema_id("compare")
+SCHEMA_VERSION = VERSIONS["compare"]
 MAX_LISTED = 20
 
 

@@ -28,8 +28,6 @@ import os
 import sys
 
 HELP = "run a script and report which of its ops would fall back to the CPU on the NPU"
-SCHEMA_ID = "ascend-compat/audit"
-SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +89,9 @@ def main(args: argparse.Namespace) -> int:
         version = data.resolve_version(requested)
     except ValueError as exc:
         raise CliError(str(exc), USAGE) from None
-    head = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION}
+    from ascend_compat._schemas import header
+
+    head = header("audit")
 
     if args.simulate:
         if args.torch_npu_version is not None:

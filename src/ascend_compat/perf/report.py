@@ -8,10 +8,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ascend_compat._files import display_path
+from ascend_compat._schemas import VERSIONS, schema_id
 from ascend_compat.perf.events import Site, StepRecord
 
-SCHEMA = "ascend-compat.profile"
-SCHEMA_VERSION = 1
+SCHEMA = schema_id("profile")
+SCHEMA_VERSION = VERSIONS["profile"]
 SEVERITIES = ("high", "medium", "low")
 
 
