@@ -164,7 +164,7 @@ RECORDS: tuple[CudaName, ...] = (
     # AMP
     _keep("amp", AUTO, "torch.npu.amp",
           "torch.cuda.amp's autocast, GradScaler, custom_fwd and custom_bwd pass device 'cuda' to torch.amp, "
-          "which the shim translates", "use torch.amp with device 'npu'.",
+          "which the shim translates", "use torch.npu.amp, as migrate writes it.",
           "import torch\nwith torch.cuda.amp.autocast():\n"
           "    y = torch.ones(2, 2, device='cuda') @ torch.ones(2, 2, device='cuda')\nprint(y.device.type, y.dtype)",
           "npu torch.float16", rule=_AMP),
