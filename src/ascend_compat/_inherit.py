@@ -127,23 +127,20 @@ def _simulator_settings() -> Dict[str, str]:
         value = getattr(cfg, attr)
         if value is None or var in os.environ:  # a variable is inherited as it is (even one it ignored)
             continue
-        if value == (_implied_devices() if attr == "devices" else _default(attr)):
+        if value == (_config_module().implied_devices() if attr == "devices" else _default(attr)):
             continue  # children arrive at the same value by themselves
         out[var] = str(value)
     return out
 
 
-def _implied_devices() -> int:
-    """The device count a child computes without ASCEND_COMPAT_SIM_DEVICES: one per local rank under
-    torchrun, else 1."""
-    raw = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-    return max(1, int(raw)) if raw.isdigit() else 1
+def _config_module():
+    from ascend_compat.simulator import _config
+
+    return _config
 
 
 def _default(attr: str):
-    from ascend_compat.simulator._config import SimConfig
-
-    return getattr(SimConfig(), attr)
+    return getattr(_config_module().SimConfig(), attr)
 
 
 def _policies() -> str:

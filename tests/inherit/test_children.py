@@ -183,3 +183,16 @@ def test_looking_torch_up_does_not_use_up_the_childs_hook(probe):
         subprocess.run([sys.executable, "-c", {code!r}], check=True)
     """, ASCEND_COMPAT_SIMULATE="1"))
     assert "PROBED True npu:0" in out
+
+
+@pytest.mark.parametrize("value", ["2", "0", "x", "100", " 3 "])
+def test_parent_and_child_read_local_world_size_alike(monkeypatch, value):
+    """LOCAL_WORLD_SIZE has one reader (simulator._config.implied_devices), so a parent never exports a
+    device count its children would arrive at themselves, nor omits one they would not (was: two parsers,
+    which disagreed on "100")."""
+    from ascend_compat.simulator import _config
+
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+    monkeypatch.delenv("ASCEND_COMPAT_SIM_DEVICES", raising=False)
+    child = _config.env_arguments(strict=False).get("devices", _config.SimConfig().devices)
+    assert _config.implied_devices() == child
