@@ -196,3 +196,16 @@ def test_parent_and_child_read_local_world_size_alike(monkeypatch, value):
     monkeypatch.delenv("ASCEND_COMPAT_SIM_DEVICES", raising=False)
     child = _config.env_arguments(strict=False).get("devices", _config.SimConfig().devices)
     assert _config.implied_devices() == child
+
+
+def test_a_launcher_whose_rank_used_the_npu_gets_no_cpu_notice():
+    """Was: launchers that only count devices ended with "it ran on the CPU" although their ranks trained
+    on the NPU (a DeepSpeed communication benchmark printed two such lines)."""
+    proc = cli("run", "--simulate", "launcher.py")
+    out = check(proc)
+    assert "LAUNCHER sees 1 device(s)" in out and "CHILD rank=- device=npu:0" in out
+    assert "never allocated memory on the NPU" not in proc.stderr, proc.stderr
+    proc = cli("run", "--simulate", "launcher.py", "cpu")  # a rank on the CPU still says so, once, itself
+    assert check(proc).count("CPU RANK done") == 1
+    assert proc.stderr.count("never allocated memory on the NPU") == 2, proc.stderr  # the rank and its launcher
+    assert "cpu_rank.py:4" in proc.stderr
