@@ -11,7 +11,7 @@ sentence, the versions it applies to (:class:`Versions`) and a minimal example t
 """
 from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
                                              Library, Versions)
-from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
+from ascend_compat.knowledge import backends, compile, cuda_names, devices, env_vars, extensions, libraries
 
 __all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
-           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]
+           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions", "compile"]
