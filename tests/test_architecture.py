@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "ascend_compat"
 
 #: top-level part of the package -> its layer (a module may import its own layer and the ones below)
 LAYERS = {
-    "_version": 0, "_versions": 0, "_config": 0, "_log": 0, "_files": 0, "_lazy": 0, "backend": 0, "data": 0, "knowledge": 0,
+    "_version": 0, "_versions": 0, "_config": 0, "_log": 0, "_files": 0, "_lazy": 0, "_schemas": 0, "backend": 0, "data": 0, "knowledge": 0,
     "errors": 1,
     "simulator": 2, "cuda_shim": 2,
     "ecosystem": 3, "analysis": 3, "doctor": 3, "observe": 3,

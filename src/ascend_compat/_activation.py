@@ -109,8 +109,9 @@ def _watch_for_a_cpu_run() -> None:
 
 
 def report_cpu_run(stream=None) -> bool:
-    """At exit: if CUDA APIs were called (translated) while nothing was ever allocated on the NPU,
-    say so on stderr in one line - the script silently ran on the CPU. Returns True when it said so.
+    """At exit: if CUDA APIs were called (translated) while nothing was ever allocated on the NPU, by
+    this process or by a process it started (a launcher's ranks), say so on stderr in one line - the
+    script silently ran on the CPU. Returns True when it said so.
 
     DataLoader workers are exempt (they are meant to stay on the host)."""
     from ascend_compat import cuda_shim
@@ -120,7 +121,9 @@ def report_cpu_run(stream=None) -> bool:
         return False
     calls = sum(registry.counters().values())
     torch = sys.modules.get("torch")
-    if not calls or torch is None or _in_dataloader_worker(torch) or _npu_was_used(torch):
+    used = torch is not None and _npu_was_used(torch) or _inherit.descendants_used_npu()
+    _inherit.report_npu_use(used)  # a launcher's ranks speak for it: tell the shimmed parent, if any
+    if not calls or torch is None or used or _in_dataloader_worker(torch):
         return False
     first = registry.first_hit()
     where = f" (the first, {first[0]}, at {first[1][0]}:{first[1][1]})" if first else ""

@@ -16,6 +16,7 @@
 | ``ASCEND_COMPAT_NO_INHERIT`` | ``1``: processes started by a shimmed process are not shimmed (``ascend_compat._inherit``) |
 | ``ASCEND_COMPAT_INHERIT`` | set by a shimmed process for its children: the backend they activate (not for users) |
 | ``ASCEND_COMPAT_INHERIT_POLICIES`` | set by a shimmed process for its children: its opt-in policies (not for users) |
+| ``ASCEND_COMPAT_INHERIT_NPU_USED`` | set by a shimmed process for its children: a file they create at exit when they used the NPU, so a launcher's exit notice speaks for its ranks (not for users) |
 | ``ASCEND_COMPAT_CPU_OPS`` | comma-separated ops run on the CPU at run time (``aten::gelu,aten::mode``; ``ascend_compat.accuracy.cpu_ops``) |
 | ``ASCEND_COMPAT_SIM_FAULTS`` | faults the simulated NPU injects (``aten::gelu=bias:0.05;aten::mm=error:507035``; ``simulator.faults``) |
 | ``ASCEND_COMPAT_SIM_NUMERICS`` | ``npu`` (default): the simulated NPU honours torch_npu's HF32 switches (convolution on, matmul off); ``exact``: exact float32 (``simulator.numerics``) |

@@ -1,4 +1,5 @@
-"""Atomic file writes shared by every command that writes files (check, migrate, audit, caches)."""
+"""Atomic file writes shared by every command that writes files (check, migrate, audit, caches), and the
+one way reports show a source path."""
 from __future__ import annotations
 
 import os
@@ -46,3 +47,12 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes, mode: Optional[int]
         except OSError:
             pass
         raise
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (as editors want it), else as is."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel

@@ -6,7 +6,10 @@ describes the shim in the environment children inherit:
 * ``ASCEND_COMPAT_INHERIT`` - the backend (``simulator`` or ``torch_npu``);
 * ``ASCEND_COMPAT_SIMULATE=1`` and the simulator settings that were given as ``install()``
   arguments rather than ``ASCEND_COMPAT_SIM_*`` variables (those are inherited as they are);
-* ``ASCEND_COMPAT_INHERIT_POLICIES`` - the opt-in policies (float64 conversion, channels_last, jit).
+* ``ASCEND_COMPAT_INHERIT_POLICIES`` - the opt-in policies (float64 conversion, channels_last, jit);
+* ``ASCEND_COMPAT_INHERIT_NPU_USED`` - a file a child creates at exit when it (or one of its own
+  children) used the NPU (:func:`report_npu_use`), so a launcher that only counted devices does not
+  say at exit that the run stayed on the CPU (:func:`descendants_used_npu`).
 
 A child interpreter - started by ``subprocess``, ``multiprocessing`` or ``torch.multiprocessing``
 with spawn, a DataLoader worker, Lightning's DDP launcher, ``accelerate launch``, the ``deepspeed``
@@ -29,12 +32,14 @@ from typing import Dict, Optional
 from ascend_compat import _config
 from ascend_compat._log import get_logger
 
-__all__ = ["BOOT_DIR", "MARK", "POLICIES", "boot", "export", "exported", "refresh_policies", "withdraw"]
+__all__ = ["BOOT_DIR", "MARK", "POLICIES", "NPU_USED", "boot", "export", "exported", "refresh_policies", "withdraw",
+           "report_npu_use", "descendants_used_npu"]
 
 log = get_logger("inherit")
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
 MARK = "ASCEND_COMPAT_INHERIT"
 POLICIES = "ASCEND_COMPAT_INHERIT_POLICIES"
+NPU_USED = "ASCEND_COMPAT_INHERIT_NPU_USED"
 _LOCK = threading.Lock()
 _SAVED: Optional[Dict[str, Optional[str]]] = None  # variable -> value before export (None: unset)
 
@@ -56,7 +61,8 @@ def export(backend: str) -> bool:
     if _config.flag("ASCEND_COMPAT_NO_INHERIT"):
         log.debug("ASCEND_COMPAT_NO_INHERIT: child processes will not be shimmed")
         return False
-    values = {MARK: backend, POLICIES: _policies(), "PYTHONPATH": _with_boot_dir(os.environ.get("PYTHONPATH"))}
+    values = {MARK: backend, POLICIES: _policies(), "PYTHONPATH": _with_boot_dir(os.environ.get("PYTHONPATH")),
+              NPU_USED: _marker()}
     if backend == "simulator":
         values["ASCEND_COMPAT_SIMULATE"] = "1"
         values.update(_simulator_settings())
@@ -73,6 +79,44 @@ def export(backend: str) -> bool:
         if refresh_policies not in hooks:
             hooks.append(refresh_policies)
     return True
+
+
+_MARKER: Optional[str] = None  # this process's NPU_USED file (its children create it)
+_PARENT_MARKER: Optional[str] = None  # the NPU_USED file of the shimmed process that started this one
+
+
+def _marker() -> str:
+    """This process's NPU_USED path (created by a child that used the NPU, never by this process);
+    the first call also remembers the parent's, which the environment held until now."""
+    global _MARKER, _PARENT_MARKER
+    if _MARKER is None:
+        import secrets
+        import tempfile
+
+        _PARENT_MARKER = os.environ.get(NPU_USED) or None
+        _MARKER = os.path.join(tempfile.gettempdir(), f"ascend-compat-npu-used-{os.getpid()}-{secrets.token_hex(4)}")
+    return _MARKER
+
+
+def descendants_used_npu() -> bool:
+    """True when a process this one started (or one of theirs) used the NPU and has exited."""
+    return _MARKER is not None and os.path.exists(_MARKER)
+
+
+def report_npu_use(used: bool) -> None:
+    """At exit: tell the shimmed parent that this process or its descendants used the NPU (``used``), and
+    remove this process's own file. Never raises: the parent may be gone."""
+    for path, create in ((_PARENT_MARKER, used), (_MARKER, False)):
+        if not path:
+            continue
+        try:
+            if create:
+                with open(path, "a", encoding="utf-8"):
+                    pass
+            elif os.path.exists(path):
+                os.remove(path)
+        except OSError:
+            pass
 
 
 def withdraw() -> None:
@@ -127,23 +171,20 @@ def _simulator_settings() -> Dict[str, str]:
         value = getattr(cfg, attr)
         if value is None or var in os.environ:  # a variable is inherited as it is (even one it ignored)
             continue
-        if value == (_implied_devices() if attr == "devices" else _default(attr)):
+        if value == (_config_module().implied_devices() if attr == "devices" else _default(attr)):
             continue  # children arrive at the same value by themselves
         out[var] = str(value)
     return out
 
 
-def _implied_devices() -> int:
-    """The device count a child computes without ASCEND_COMPAT_SIM_DEVICES: one per local rank under
-    torchrun, else 1."""
-    raw = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-    return max(1, int(raw)) if raw.isdigit() else 1
+def _config_module():
+    from ascend_compat.simulator import _config
+
+    return _config
 
 
 def _default(attr: str):
-    from ascend_compat.simulator._config import SimConfig
-
-    return getattr(SimConfig(), attr)
+    return getattr(_config_module().SimConfig(), attr)
 
 
 def _policies() -> str:

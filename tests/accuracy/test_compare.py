@@ -209,7 +209,7 @@ def test_cli_gates_ci_and_writes_json(tmp_path):
     faulty = cli("--format", "json", ASCEND_COMPAT_SIM_FAULTS="aten::gelu=scale:1.01")
     assert faulty.returncode == 1
     report = json.loads(faulty.stdout)  # the script's own output went to stderr
-    assert report["schema"] == "ascend-compat.compare" and report["schema_version"] == 2
+    assert report["schema"] == "ascend-compat/compare" and report["schema_version"] == "2.0"
     first = report["first_departure"]
     assert first["op"] == "aten::gelu" and first["site"]["line"] == 3 and first["standard"] == "benchmark"
     assert report["compared"] + report["not_compared"]["calls"] == report["seen"]

@@ -99,12 +99,23 @@ def test_fifo_and_oversized_files_are_skipped(tmp_path):
     big.write_text("x = 1\n" * (MAX_BYTES // 6 + 10))
     (tmp_path / "ok.py").write_text(CUDA)
     outcomes = {Path(o.path).name: o for o in migrate_paths([str(tmp_path)], write=True)}
-    assert "not a regular file" in outcomes["pipe.py"].error
+    assert "not a regular file" in outcomes["pipe.py"].skipped and outcomes["pipe.py"].error is None
     assert "larger than" in outcomes["big.py"].error
     assert outcomes["ok.py"].changed
     check = subprocess.run([sys.executable, "-m", "ascend_compat", "check", str(tmp_path / "pipe.py")],
                            capture_output=True, text=True, timeout=60, env=clean_env(NO_COLOR="1"))
     assert "not a regular file" in check.stdout + check.stderr  # returns instead of blocking on the pipe
+
+
+def test_a_last_line_of_blanks_is_migrated_and_kept(tmp_path):
+    """Was: libcst does not reproduce "...\\n\\n   ", so the file was left untouched and migrate exited 1."""
+    (tmp_path / "plain.py").write_text("x = 1\n\n   ")
+    (tmp_path / "t.py").write_text(CUDA + "\n   ")
+    outcomes = {Path(o.path).name: o for o in migrate_paths([str(tmp_path)], write=True)}
+    assert outcomes["plain.py"].error is None and not outcomes["plain.py"].changed
+    assert outcomes["t.py"].error is None and outcomes["t.py"].changed
+    text = (tmp_path / "t.py").read_text()
+    assert text.endswith("\n\n   ") and ".cuda()" not in text
 
 
 def test_bad_notebooks_are_explained(tmp_path):

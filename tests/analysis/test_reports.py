@@ -24,9 +24,9 @@ def _report(paths=(CORPUS,)):
 def test_json_schema_golden():
     rep = json.loads(render("json", _report()))
     assert set(rep) == {"schema", "schema_version", "tool", "torch_npu_version", "summary", "files"}
-    assert rep["schema"] == "ascend-compat/check" and rep["schema_version"] == SCHEMA_VERSION == "1.0"
+    assert rep["schema"] == "ascend-compat/check" and rep["schema_version"] == SCHEMA_VERSION == "1.1"
     s = rep["summary"]
-    assert set(s) == {"files_scanned", "files_with_findings", "files_with_errors", "lines", "total",
+    assert set(s) == {"files_scanned", "files_with_findings", "files_with_errors", "files_skipped", "lines", "total",
                       "by_handling", "by_rule", "by_category", "suppressed", "difficulty"}
     assert set(s["by_handling"]) == {"auto", "partial", "manual"}
     assert s["total"] == sum(s["by_handling"].values()) == sum(s["by_rule"].values())

@@ -67,7 +67,16 @@ def test_run_without_npu_hints_at_simulate(tmp_path):
     assert proc.returncode == 1
     # torch's own CUDA error, which depends on the torch build (a CPU build, or a CUDA build without a driver)
     assert re.search(r"Torch not compiled with CUDA enabled|Found no NVIDIA driver", proc.stderr)
-    assert "ascend-compat run --simulate" in proc.stderr
+    assert f"ascend-compat run --simulate {script}" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["audit", "profile", "compare"])
+def test_no_npu_note_names_the_command_that_ran(tmp_path, command):
+    """Was: audit, profile and compare suggested `ascend-compat run --simulate SCRIPT`."""
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n")
+    proc = cli([command, "train.py"], tmp_path)
+    assert proc.returncode == 1
+    assert f"to dry-run it on the simulated NPU: ascend-compat {command} --simulate train.py" in proc.stderr
 
 
 def test_audit_of_a_script_that_crashed_before_any_op(tmp_path):
@@ -101,11 +110,23 @@ def test_unknown_error_code_once_with_nearest(tmp_path):
     assert re.search(r"nearest known codes: \d+ \w+", proc.stdout)
 
 
-def test_json_outputs_are_versioned(tmp_path):
-    for argv, schema in ((["doctor", "--format", "json", "--no-import"], "ascend-compat/doctor"),
-                         (["error", "507035", "--format", "json"], "ascend-compat/error")):
-        data = json.loads(cli(argv, tmp_path).stdout)
-        assert data["schema"] == schema and re.match(r"^\d+\.\d+$", data["schema_version"])
+def test_json_outputs_are_versioned_in_one_naming_form(tmp_path):
+    """Was: `ascend-compat/check` "1.0" next to `ascend-compat.profile` 1 (an int)."""
+    from ascend_compat._schemas import VERSIONS
+
+    (tmp_path / "s.py").write_text("import torch\nx = torch.ones(2).cuda()\nprint(x.sum().item())\n")
+    runs = {"doctor": ["doctor", "--format", "json", "--no-import"], "error": ["error", "507035", "--format", "json"],
+            "check": ["check", "--format", "json", "s.py"], "audit": ["audit", "--format", "json", "s.py"],
+            "profile": ["profile", "--simulate", "--format", "json", "s.py"],
+            "compare": ["compare", "--simulate", "--format", "json", "s.py"],
+            "migrate-changes": ["migrate", "--changes", "changes.json", "s.py"]}
+    assert set(runs) == set(VERSIONS)
+    for name, argv in runs.items():
+        proc = cli(argv, tmp_path)
+        text = (tmp_path / "changes.json").read_text() if name == "migrate-changes" else proc.stdout
+        data = json.loads(text[text.index("{"):])
+        assert data["schema"] == f"ascend-compat/{name}", (name, data["schema"])
+        assert isinstance(data["schema_version"], str) and re.match(r"^\d+\.\d+$", data["schema_version"]), name
 
 
 # ------------------------------------------------------------------------------ error --log
@@ -270,3 +291,28 @@ def test_syntax_error_file_keeps_its_other_findings(tmp_path):
     assert any(":3:1: input-error" in ln and "syntax error at line 3" in ln for ln in lines), proc.stdout
     assert sum(":2:5: cuda-method" in ln or ":5:5: cuda-method" in ln for ln in lines) == 2, proc.stdout
     assert cli(["check", "--fail-on", "any", str(f)], tmp_path).returncode == 1
+
+
+def test_check_of_a_path_that_does_not_exist_prints_no_report(tmp_path):
+    """Was: exit 3, and the summary box all the same ("Migration difficulty NONE")."""
+    for fmt in ("text", "json"):
+        proc = cli(["check", "--format", fmt, "nonexistent_dir"], tmp_path)
+        assert proc.returncode == 3 and proc.stdout == ""
+        assert proc.stderr == "ascend-compat check: error: nonexistent_dir: no such file or directory\n"
+
+
+def test_messages_name_the_kind_once():
+    """Was: `ascend-compat error: error: 'banana' is not an error code` (the command is called error)."""
+    for argv in (["error", "banana"], ["error", "--bogus"], ["error"]):
+        proc = cli(argv, ROOT)
+        assert proc.returncode == 2
+        last = proc.stderr.strip().splitlines()[-1]
+        assert last.startswith("ascend-compat error: ") and "error: error:" not in last, last
+    proc = cli(["check", "--bogus"], ROOT)
+    assert proc.stderr.strip().splitlines()[-1] == "ascend-compat check: error: unrecognized arguments: --bogus"
+
+
+def test_doctor_help_lists_root():
+    """Was: `--root` was documented in docs/cli.md but hidden from `doctor --help`."""
+    proc = cli(["doctor", "--help"], ROOT)
+    assert "--root DIR" in proc.stdout

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GEN = ROOT / "tools" / "gen_readme_examples.py"
@@ -64,6 +66,27 @@ def test_launcher_example_runs_as_written():
     proc = subprocess.run(shlex.split(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("checkpoint round trip OK") == 2
+
+
+@pytest.mark.slow
+def test_accelerate_launcher_line_runs_two_ranks_as_written(tmp_path):
+    """Was: the README's accelerate line lacked --devices 2, and accelerate silently ran one
+    non-distributed process on the one simulated NPU."""
+    import socket
+
+    line = next(c for b in _bash_blocks() for c in b.splitlines() if "accelerate.commands.launch" in c)
+    with socket.socket() as s:  # a free port, so parallel tests do not collide on accelerate's default
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = ROOT / "tests" / "ecosystem" / "scripts" / "accel_train.py"
+    words = [str(script) if w == "train_accelerate.py" else w for w in shlex.split(line)]
+    words.insert(words.index("accelerate.commands.launch") + 1, f"--main_process_port={port}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASCEND_COMPAT_")}
+    proc = subprocess.run([sys.executable, "-m", "ascend_compat", *words[1:]], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        assert f'"rank": {rank}, "world": 2, "device": "npu:{rank}"' in proc.stdout, proc.stdout[-2000:]
 
 
 def test_readme_has_the_sections_helpers_extend():

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ascend_compat import data
+from ascend_compat._files import display_path
 from ascend_compat.knowledge import operators
 from ascend_compat.doctor import audit_model
 from ascend_compat.coverage.audit import REWRITES, AuditReport, OpRecorder
@@ -82,7 +83,7 @@ def test_fallback_ops_with_calls_frames_and_rewrites():
     assert report["addmm"].status == "native" and report["t"].status == "composite"
     text = report.text()
     assert report.summary() in text and "rewrite: torch.maximum" in text
-    assert f"first at {__file__}:{_line('LINE-fmax')} in forward" in text
+    assert f"first at {display_path(__file__)}:{_line('LINE-fmax')} in forward" in text  # relative below the cwd
     _consistent(report)
 
 

@@ -3,24 +3,43 @@ from __future__ import annotations
 
 import pytest
 
-from ascend_compat.cuda_shim.patches.env import (EnvTranslation, EnvValueError, translate_alloc_conf,
-                                                 translate_visible_devices)
+from ascend_compat.cuda_shim.patches.env import EnvTranslation, translate_alloc_conf, translate_visible_devices
 
 
 @pytest.mark.parametrize("value, expected, reordered", [
     ("0", "0", False), ("0,1,2", "0,1,2", False), ("3,1", "1,3", True), (" 2 , 5 ", "2,5", False), ("", "", False),
+    ("0, 1", "0,1", False),
 ])
 def test_visible_devices(value, expected, reordered):
     out, note = translate_visible_devices(value)
     assert out == expected and (note is not None) == reordered
 
 
-@pytest.mark.parametrize("value, why", [
-    ("GPU-8f3a1c2e", "UUID"), ("0,-1", "negative"), ("0,0", "twice"), ("MIG-1", "MIG"), ("a,b", "numbers"),
+@pytest.mark.parametrize("value, expected, note", [
+    ("-1", "", None),                 # CUDA's "no GPU": no NPU either (was: every NPU stayed visible)
+    ("0,-1,1", "0", None),            # an invalid id hides the devices from there on, as CUDA does
+    ("a,b", "", None), ("1gpu2,2ampere", "1,2", None),   # read like strtoul, as CUDA does
+    ("0,0", "", "twice"),             # a repeated id: CUDA shows no device
+    ("GPU-8f3a1c2e", "", "UUID"), ("MIG-1", "", "UUID"),  # no NPU has a GPU's UUID
 ])
-def test_visible_devices_invalid_values_explain(value, why):
-    with pytest.raises(EnvValueError, match="ASCEND_RT_VISIBLE_DEVICES"):
-        translate_visible_devices(value)
+def test_visible_devices_follow_cuda(value, expected, note):
+    out, said = translate_visible_devices(value)
+    assert out == expected
+    assert (said is None) if note is None else (note in said and "ASCEND_RT_VISIBLE_DEVICES" in said)
+
+
+@pytest.mark.parametrize("value", ["", "-1", "0", "3,1", "0,-1,1", " 2 , 5 ", "0,0", "a,b", "1gpu2,2ampere", "+1,2",
+                                   "0, 1", "2,2,3", "GPU-1,GPU-2", "GPU-1,GPU-1", "MIG-a,0", "7,x,8"])
+def test_cuda_parser_agrees_with_torchs_own(value, monkeypatch):
+    """The knowledge layer's CUDA_VISIBLE_DEVICES parser reads every value as torch.cuda does."""
+    import torch
+
+    from ascend_compat.knowledge import visible_devices
+
+    if torch.version.hip:
+        pytest.skip("ROCm builds read HIP_VISIBLE_DEVICES")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    assert visible_devices.cuda_ids(value) == torch.cuda._parse_visible_devices()
 
 
 def test_alloc_conf_keeps_known_keys():
@@ -48,8 +67,8 @@ def test_env_change_applies_and_reverts_exactly():
     assert env == original
 
 
-def test_invalid_visible_devices_is_left_alone_with_a_warning():
+def test_uuids_hide_every_npu_with_a_warning():
     env = {"CUDA_VISIBLE_DEVICES": "GPU-1234"}
-    with pytest.warns(RuntimeWarning, match="GPU UUIDs"):
+    with pytest.warns(RuntimeWarning, match="UUID"):
         EnvTranslation(env).apply()
-    assert "ASCEND_RT_VISIBLE_DEVICES" not in env
+    assert env["ASCEND_RT_VISIBLE_DEVICES"] == ""

@@ -92,12 +92,28 @@ def test_newer_cann_than_published_is_a_warning(tmp_path):
 
 @pytest.mark.parametrize("value,status,text", [
     ("0,1,2,3", OK, "4 of 8"), ("7", OK, "1 of 8"), ("1,0", FAIL, "not ascending"), ("6,8", FAIL, "[8]"),
-    ("0,0", FAIL, "twice"), ("npu0", FAIL, "comma-separated"), (" ", FAIL, "empty"),
+    ("0,0", FAIL, "twice"), ("npu0", FAIL, "comma-separated"), (" ", FAIL, "starts with no device id"),
+    ("", FAIL, "is empty"), ("0, 1", FAIL, "is read as 0 only"), ("0,,1", FAIL, "is read as 0 only"),
+    ("0,1,", OK, "2 of 8"),
 ])
 def test_visible_devices(value, status, text):
     (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "ASCEND_RT_VISIBLE_DEVICES": value})),
                    "visible_devices")
     assert c.status is status and text in c.detail, c
+
+
+def test_visible_devices_are_read_by_the_parser_the_simulator_uses():
+    """Was: doctor read ASCEND_RT_VISIBLE_DEVICES="0, 1" as devices 0 and 1; torch_npu (and the simulator)
+    read device 0 only. Both now read the knowledge layer's one parser."""
+    from ascend_compat.knowledge import visible_devices
+    from ascend_compat.simulator.torch_npu.npu import device
+
+    assert device.visible_device_count is visible_devices.ascend_count
+    for value in ("0, 1", "0,1", "0,,1", "3,5x,7", "1,0", "npu0"):
+        (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "ASCEND_RT_VISIBLE_DEVICES": value})),
+                       "visible_devices")
+        sees = visible_devices.ascend_count(value, 8)
+        assert (c.status is OK) == (sees == len(value.split(","))), (value, c)
 
 
 def test_visible_devices_absent_means_no_check():
@@ -107,6 +123,9 @@ def test_visible_devices_absent_means_no_check():
 def test_cuda_visible_devices_without_ascend_equivalent():
     (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "2,3"})), "cuda_env")
     assert c.status is WARN and "set ASCEND_RT_VISIBLE_DEVICES" in c.fix and "ascend-compat run" in c.fix
+    assert "under the shim ASCEND_RT_VISIBLE_DEVICES='2,3'" in c.detail
+    (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "-1"})), "cuda_env")
+    assert "under the shim ASCEND_RT_VISIBLE_DEVICES='' (no NPU)" in c.detail
     (c,) = by_name(run_doctor(make_env("toolkit83", {**SOURCED_83, "CUDA_VISIBLE_DEVICES": "2,3",
                                                      "ASCEND_RT_VISIBLE_DEVICES": "2,3"})), "cuda_env")
     assert c.status is INFO and "ASCEND_RT_VISIBLE_DEVICES=2,3 instead" in c.detail
@@ -323,3 +342,18 @@ def test_every_fix_is_one_sentence(tmp_path):
            if placeholder_problems(f) or not f.endswith(".") or f.endswith("..")}
     assert bad == {}
     assert checks.Check("x", WARN, "d", "do it").fix == "do it."
+
+
+def test_suggested_torch_npu_agrees_with_the_compatibility_line(tmp_path):
+    """Was: `fix: pip install torch-npu==2.13.0` while the compatibility line said that pairing is not published."""
+    sp = tmp_path / "site-packages"
+    info = sp / "torch-2.13.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0+cpu\n")
+    matrix = [{"torch_npu": "2.13.0", "torch": "2.13.0", "cann": None},
+              {"torch_npu": "2.12.0", "torch": "2.12.0", "cann": "9.1.0"}]
+    result = run_doctor(make_env("toolkit83", SOURCED_83, sys_path=[str(sp)], version_matrix=lambda: matrix))
+    assert "torch_npu 2.13.0 + CANN pairing not published" in by_name(result, "compatibility")[0].detail
+    fix = by_name(result, "torch_npu")[0].fix
+    assert "`pip install torch-npu==2.13.0`" in fix and "publishes no CANN pairing" in fix
+    assert "torch 2.12.0 + torch_npu 2.12.0 + CANN 9.1.0" in fix

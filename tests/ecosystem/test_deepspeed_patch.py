@@ -93,3 +93,20 @@ def test_zero3_zero_init_with_cpu_offload_two_ranks():
     for r in ranks:
         assert r["stage"] == 3 and r["param_device"] == r["device"] and r["in_sync"]
         assert r["losses"][-1] < 0.8 * r["losses"][0]
+
+
+def test_op_builders_without_cann_say_nothing_the_user_cannot_act_on():
+    """Was: every DeepSpeed rank printed "<op> ascend_cann is missing, npu ops cannot be compiled!" 21
+    times on the simulated NPU (CANN is not simulated; DeepSpeed runs its Python paths, as it does
+    without CANN). On the simulator: silent; with torch_npu: one line per process naming the fix."""
+    code = (
+        "import os, ascend_compat, torch\n"
+        "os.environ.pop('ASCEND_HOME_PATH', None)\n"
+        "from deepspeed.accelerator import get_accelerator\n"
+        "acc = get_accelerator()\n"
+        "names = ['FusedAdamBuilder', 'CPUAdamBuilder', 'ShmCommBuilder', 'AsyncIOBuilder']\n"
+        "built = [acc.create_op_builder(n) for n in names]\n"
+        "print('BUILT', len(built), [b.cann_defs() for b in built[:1]])\n")
+    proc = run(["python", "-c", code], SIM)
+    assert "BUILT 4 ['-D__DISABLE_CANN__']" in proc.stdout
+    assert "ascend_cann is missing" not in proc.stdout + proc.stderr

@@ -127,3 +127,18 @@ def test_flash_attn_module_imports_without_the_shim():
         from ascend_compat.ecosystem.dropins.flash_attn import bert_padding
         assert flash_attn.__version__ == "2.7.4" and callable(bert_padding.unpad_input)
     """, ASCEND_COMPAT_NO_PATCH="1"))
+
+
+def test_diffusers_imports_the_flash_attn_drop_in_without_a_warning():
+    """Was: every run importing diffusers' attention dispatch printed "flash_attn is installed but failed to
+    import: _wrapped_flash_attn_backward" about the drop-in, which the user never installed."""
+    pytest.importorskip("diffusers")
+    from subproc import check, run_python
+
+    out = check(run_python("""
+        import logging, ascend_compat, torch
+        logging.basicConfig(level=logging.WARNING)
+        from diffusers.models import attention_dispatch as ad
+        print("FLASH", ad._CAN_USE_FLASH_ATTN, ad._wrapped_flash_attn_backward is not None)
+    """, ASCEND_COMPAT_SIMULATE="1"))
+    assert "FLASH True True" in out

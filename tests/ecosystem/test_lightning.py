@@ -38,6 +38,15 @@ def test_single_device_trains_on_npu(single, accelerator):
     _on_npu(single[accelerator])
 
 
+def test_device_summary_names_the_npu():
+    """Was: "GPU available: False, used: False" while the Trainer trained on npu:0."""
+    proc = _train("gpu", "1")
+    text = proc.stdout + proc.stderr
+    assert "NPU available: True (Ascend910B3), used: True" in text, text[-3000:]
+    assert "GPU available" not in text and "TPU available: False, using: 0 TPU cores" in text
+    assert results(proc)[0]["root_device"] == "npu:0"
+
+
 def test_mixed_precision_autocasts_on_npu(single):
     r = single["gpu"]
     assert r["precision"] == "MixedPrecision" and r["autocast_device"] == "npu"

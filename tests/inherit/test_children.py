@@ -80,7 +80,8 @@ def test_opt_out_and_deactivate_restore_the_environment():
 def test_a_child_that_never_imports_torch_imports_nothing_of_ours():
     out = check(run_python("""
         import ascend_compat, subprocess, sys
-        code = "import sys; print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ascend_compat')))"
+        code = ("import sys, importlib.util; importlib.util.find_spec('torch'); "  # a probe alone loads nothing
+                "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ascend_compat')))")
         subprocess.run([sys.executable, "-c", code], check=True)
     """, ASCEND_COMPAT_SIMULATE="1"))
     assert "LOADED []" in out
@@ -152,3 +153,59 @@ def test_cpu_run_is_reported_at_exit(tmp_path):
     assert f"the first, torch.cuda.is_available, at {script}:2" in proc.stderr
     quiet = cli("run", "--simulate", "child.py")
     assert "never allocated" not in quiet.stderr
+
+
+#: the ways libraries look for torch before (or instead of) importing it; none may use up the child's hook
+_PROBES = {
+    "find_spec": "import importlib.util; assert importlib.util.find_spec('torch') is not None",
+    "find_spec_twice": "import importlib.util; importlib.util.find_spec('torch'); importlib.util.find_spec('torch')",
+    "find_spec_submodule": "import importlib.util; importlib.util.find_spec('torch.nn')",
+    "pkgutil_find_loader": "import pkgutil, warnings; warnings.simplefilter('ignore'); pkgutil.find_loader('torch')",
+    "pkgutil_iter_modules": "import pkgutil; assert any(m.name == 'torch' for m in pkgutil.iter_modules())",
+    "metadata_version": "import importlib.metadata as md; md.version('torch'); md.distribution('torch').files",
+    "metadata_distributions": "import importlib.metadata as md; assert any(d.metadata['Name'] == 'torch' "
+                              "for d in md.distributions())",
+    "packages_distributions": "import importlib.metadata as md; assert 'torch' in md.packages_distributions()",
+    "import_submodule": "import torch.nn.functional",
+    "import_module": "import importlib; importlib.import_module('torch')",
+    "dunder_import": "__import__('torch')",
+}
+
+
+@pytest.mark.parametrize("probe", sorted(_PROBES))
+def test_looking_torch_up_does_not_use_up_the_childs_hook(probe):
+    """transformers, datasets, peft and accelerate call find_spec / metadata lookups before ``import torch``:
+    the child is shimmed all the same (issue 23 item 11)."""
+    code = (f"{_PROBES[probe]}\nimport torch\n"
+            "print('PROBED', torch.cuda.is_available(), torch.ones(1).cuda().device)")
+    out = check(run_python(f"""
+        import ascend_compat, subprocess, sys
+        subprocess.run([sys.executable, "-c", {code!r}], check=True)
+    """, ASCEND_COMPAT_SIMULATE="1"))
+    assert "PROBED True npu:0" in out
+
+
+@pytest.mark.parametrize("value", ["2", "0", "x", "100", " 3 "])
+def test_parent_and_child_read_local_world_size_alike(monkeypatch, value):
+    """LOCAL_WORLD_SIZE has one reader (simulator._config.implied_devices), so a parent never exports a
+    device count its children would arrive at themselves, nor omits one they would not (was: two parsers,
+    which disagreed on "100")."""
+    from ascend_compat.simulator import _config
+
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", value)
+    monkeypatch.delenv("ASCEND_COMPAT_SIM_DEVICES", raising=False)
+    child = _config.env_arguments(strict=False).get("devices", _config.SimConfig().devices)
+    assert _config.implied_devices() == child
+
+
+def test_a_launcher_whose_rank_used_the_npu_gets_no_cpu_notice():
+    """Was: launchers that only count devices ended with "it ran on the CPU" although their ranks trained
+    on the NPU (a DeepSpeed communication benchmark printed two such lines)."""
+    proc = cli("run", "--simulate", "launcher.py")
+    out = check(proc)
+    assert "LAUNCHER sees 1 device(s)" in out and "CHILD rank=- device=npu:0" in out
+    assert "never allocated memory on the NPU" not in proc.stderr, proc.stderr
+    proc = cli("run", "--simulate", "launcher.py", "cpu")  # a rank on the CPU still says so, once, itself
+    assert check(proc).count("CPU RANK done") == 1
+    assert proc.stderr.count("never allocated memory on the NPU") == 2, proc.stderr  # the rank and its launcher
+    assert "cpu_rank.py:4" in proc.stderr

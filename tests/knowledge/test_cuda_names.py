@@ -166,3 +166,17 @@ def test_docs_table_is_rendered_from_the_records():
     for r in RECORDS:
         assert f"| `{r.name}` | {r.action} | {r.verdict} |" in table
     assert json.dumps(sorted(cuda_names.CUDA_NAMES)) == json.dumps(sorted(r.name for r in RECORDS))
+
+
+@pytest.mark.parametrize("rec", cuda_names.PRIVATE, ids=lambda r: r.name)
+def test_private_bindings_run_as_check_rates_them(rec, tmp_path):
+    """A private torch._C CUDA binding the shim emulates: its example runs under the simulator with the
+    record's verdict, and check reports it with that verdict and advice (was: check said manual while
+    torch._C._cuda_clearCublasWorkspaces ran under the shim on a CUDA build and failed on a CPU one)."""
+    got = run_examples({rec.name: rec.example}, tmp_path)
+    assert got[rec.name] == f"ran:{rec.expect}" and "npu" in rec.expect.split()
+    path = tmp_path / "uses.py"
+    path.write_text(rec.example)
+    found = [(f.rule, f.handling, f.suggestion) for f in scan_file(str(path)).findings
+             if f.message.startswith(f"torch._C.{rec.name}")]
+    assert found == [(rec.rule, rec.verdict, rec.advice)]

@@ -20,12 +20,12 @@ import pytest
 from ascend_compat.analysis.rules.catalog import RULES
 from ascend_compat.analysis.scan import scan_file
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP
-from ascend_compat.knowledge import (AUTO, MANUAL, PARTIAL, backends, cuda_names, devices, env_vars, extensions,
+from ascend_compat.knowledge import (AUTO, MANUAL, PARTIAL, backends, compile, cuda_names, devices, env_vars, extensions,
                                      libraries)
 from ascend_compat.knowledge.records import Construct, advice_problems, placeholder_problems
 from knowledge.simulated import run_examples, run_simulated
 
-CONSTRUCTS = devices.RECORDS + backends.RECORDS + extensions.RECORDS
+CONSTRUCTS = devices.RECORDS + backends.RECORDS + extensions.RECORDS + compile.RECORDS
 
 
 
@@ -194,7 +194,8 @@ def test_check_rates_constructs_as_their_records(tmp_path):
             wrong[r.name] = (r.rule, r.verdict, sorted(got))
     assert wrong == {}
     unreported = {r.name: r.unreported for r in CONSTRUCTS if r.rule is None}
-    assert list(unreported) == ["BuildExtension"] and "nothing needs an edit" in unreported["BuildExtension"]
+    assert list(unreported) == ["BuildExtension", 'torch.compile(model, backend="aot_eager")']
+    assert all("nothing needs an edit" in why for why in unreported.values())
     with pytest.raises(ValueError, match="says why"):
         Construct("device", "x", None, AUTO, None, "r", "use it.", "print('npu')", "npu")
 
@@ -288,9 +289,9 @@ def test_findings_advice_has_no_placeholders(tmp_path):
     suggestions = {f.rule: set() for f in findings}
     for f in findings:
         suggestions[f.rule].add(f.suggestion)
-    # one construct, one piece of advice: GradScaler is not advised two ways
+    # one construct, one piece of advice: GradScaler is not advised two ways, and as migrate writes it
     amp = [s for s in suggestions.get("cuda-amp", ()) if "GradScaler" in s]
-    assert len(amp) <= 1 and all("torch.amp.GradScaler" in s for s in amp)
+    assert len(amp) <= 1 and all("torch.npu.amp.GradScaler" in s for s in amp)
 
 
 def test_version_ranges_are_evaluated_by_the_version_parser():
@@ -324,3 +325,16 @@ def test_every_version_range_is_a_specifier_set():
 @pytest.mark.parametrize("verdict", [AUTO, PARTIAL, MANUAL])
 def test_verdicts_are_known(verdict):
     assert any(r.verdict == verdict for r in env_vars.RECORDS)
+
+
+def test_check_advises_the_amp_form_migrate_writes(tmp_path):
+    """Was: check advised torch.amp.GradScaler('npu') where migrate wrote torch.npu.amp.GradScaler."""
+    from ascend_compat.analysis.migrate.transform import migrate_source
+
+    src = "import torch\ns = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    pass\n"
+    written = migrate_source(src).code
+    for f in _check(tmp_path, src):
+        name = f.message.split(":")[0]  # torch.cuda.amp.GradScaler
+        npu = name.replace("torch.cuda.", "torch.npu.")
+        assert f.suggestion == f"use {npu}.", f.suggestion
+        assert npu + "(" in written, written

@@ -47,7 +47,7 @@ def test_every_planted_problem_is_found_at_its_line_and_nothing_else(planted_run
     proc, _ = planted_run
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
-    assert report["schema"] == "ascend-compat.profile" and report["schema_version"] == 1
+    assert report["schema"] == "ascend-compat/profile" and report["schema_version"] == "1.0"
     assert found(report, "planted.py") == planted("planted.py")
     assert len(report["findings"]) == len(planted("planted.py"))
     for f in report["findings"]:

@@ -48,3 +48,19 @@ def test_stand_in_path_re_exports_the_core_builder():
 
     assert stand_in.pta_error is ec.pta_error and _errors.pta_error is ec.pta_error
     assert stand_in.ErrCode.EXCEPT.msg == "applicaiton exception"
+
+
+@pytest.mark.parametrize("value, rank", [(None, -1), ("3", 3), (" 3", 3), ("3x", 3), ("x", 0), ("-2", -2), ("", 0)])
+def test_rank_is_read_once_as_torch_npu_reads_it(monkeypatch, value, rank):
+    """torch_npu's OptionsManager::GetRankId (strtol of RANK) feeds both the warning filter and the error
+    suffix: one reader (was: two parsers, "3x" read as 0)."""
+    from ascend_compat.simulator import _error_code, _warn
+
+    if value is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", value)
+    monkeypatch.delenv("TORCH_NPU_COMPACT_ERROR_OUTPUT", raising=False)
+    assert _warn.rank_id() == rank
+    assert _warn.should_print() == (rank in (0, -1))
+    assert f"RankID:{rank})" in _error_code.cpp_error("OPS", "TYPE")

@@ -30,18 +30,26 @@ def _activate():
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder):
-    """Runs :func:`_activate` right after ``torch`` has been imported, then steps aside."""
+    """Runs :func:`_activate` right after ``torch`` has been imported, then steps aside.
+
+    Only the import itself consumes it: ``importlib.util.find_spec("torch")``, ``pkgutil.find_loader``
+    and the like (which transformers, datasets, peft and accelerate call before importing torch) get a
+    spec whose loader would activate the shim if it ran, and the finder stays in place for the real
+    import. ``importlib.metadata`` and ``pkgutil.iter_modules`` never reach a meta path finder.
+    """
 
     def find_spec(self, fullname, path, target=None):
         if fullname != "torch":
             return None
-        sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_module = spec.loader.exec_module
+        finder = self
 
         def run_then_activate(module):
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
             exec_module(module)
             _activate()
 

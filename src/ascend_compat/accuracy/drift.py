@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ascend_compat.accuracy.results import short_path as _short
+from ascend_compat._files import display_path as _short
 from ascend_compat.accuracy.runrecord import relative_error
 from ascend_compat.accuracy.standard import finite_or_text as _finite
 

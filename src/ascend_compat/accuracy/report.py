@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
+from ascend_compat._files import display_path as _short
+from ascend_compat._schemas import VERSIONS, schema_id
 from ascend_compat.accuracy.results import OpResult
-from ascend_compat.accuracy.results import short_path as _short
 
-SCHEMA = "ascend-compat.compare"
-SCHEMA_VERSION = 2
+SCHEMA = schema_id("compare")
+SCHEMA_VERSION = VERSIONS["compare"]
 MAX_LISTED = 20
 
 

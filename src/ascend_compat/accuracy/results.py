@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ascend_compat.accuracy.standard import Verdict
 
-__all__ = ["OpResult", "Ledger", "PASSED", "AS_ON_ASCEND", "DEPARTURE", "short_path"]
+__all__ = ["OpResult", "Ledger", "PASSED", "AS_ON_ASCEND", "DEPARTURE"]
 
 PASSED, AS_ON_ASCEND, DEPARTURE = "passed", "as_on_ascend", "departure"
 
@@ -76,13 +76,3 @@ class Ledger:
             out[why] = out.get(why, 0) + n
         return out
 
-
-def short_path(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it (for reports)."""
-    import os
-
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel

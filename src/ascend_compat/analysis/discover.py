@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from ascend_compat.analysis.findings import NOT_A_FILE
+
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".tox", ".nox", ".mypy_cache",
                        ".pytest_cache", ".ruff_cache", "node_modules", ".ipynb_checkpoints", ".eggs"})
 CPP_EXT = (".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh")
@@ -155,11 +157,11 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
             problems.append((root, "missing", "no such file or directory"))
             continue
         if not os.path.exists(root):
-            problems.append((root, "unreadable", "broken symbolic link"))
+            problems.append((root, NOT_A_FILE, "broken symbolic link: skipped"))
             continue
         if not os.path.isdir(root):
             if not stat.S_ISREG(os.stat(root).st_mode):
-                problems.append((root, "unreadable", NOT_REGULAR))
+                problems.append((root, NOT_A_FILE, NOT_REGULAR))
                 continue
             real = os.path.realpath(root)
             if real not in seen_files:
@@ -199,7 +201,7 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
                 is_dir = False
             if e.is_symlink() and not os.path.exists(path):
                 if kind_of(e.name):
-                    problems.append((path, "unreadable", "broken symbolic link"))
+                    problems.append((path, NOT_A_FILE, "broken symbolic link: skipped"))
                 continue
             if is_dir:
                 if e.name in SKIP_DIRS or rules.ignored(path, True):
@@ -226,7 +228,7 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
             except OSError:
                 regular = False
             if not regular:
-                problems.append((path, "unreadable", NOT_REGULAR))
+                problems.append((path, NOT_A_FILE, NOT_REGULAR))
                 continue
             real = os.path.realpath(path)
             if real in seen_files:

@@ -34,16 +34,28 @@ class Finding:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
 
 
+#: the error kind of a path that holds no code: a FIFO, socket or device named like a source file, or a
+#: broken symbolic link. ``check`` and ``migrate`` list it as skipped, and it never changes their exit
+#: status (docs/cli.md, "Files left untouched"); every other error kind means code was left unread.
+NOT_A_FILE = "not-a-file"
+
+
 @dataclass
 class FileResult:
     path: str
     kind: str  # python / notebook / cuda-source / cmake / cpp
     lines: int = 0
     findings: List[Finding] = field(default_factory=list)
-    #: why the file could not be analysed (parse error, undecodable, too large, unreadable, symlink loop)
+    #: why the file could not be analysed (parse error, undecodable, too large, unreadable, symlink loop,
+    #: not a file)
     error: Optional[str] = None
     error_kind: Optional[str] = None
     suppressed: int = 0
+
+    @property
+    def not_analysed(self) -> bool:
+        """True when the file holds code that could not be (fully) read: counted toward ``--fail-on``."""
+        return bool(self.error) and self.error_kind != NOT_A_FILE
 
     def to_dict(self) -> dict:
         return {"path": self.path, "kind": self.kind, "lines": self.lines,

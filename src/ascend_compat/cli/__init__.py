@@ -34,11 +34,24 @@ def _load(name: str):
     return importlib.import_module(f"{__name__}.{COMMANDS[name]}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors written like every other error (:func:`_console.message`), so
+    ``ascend-compat error --bogus`` does not read ``ascend-compat error: error: ...``."""
+
+    def error(self, message: str):
+        from ascend_compat.cli import _console
+        from ascend_compat.cli._common import USAGE
+
+        self.print_usage(sys.stderr)
+        _console.message("error", message, prog=self.prog)
+        self.exit(USAGE)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ascend_compat._version import __version__
     from ascend_compat.cli._common import add_common
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ascend-compat",
         description="Run CUDA PyTorch code on Huawei Ascend NPUs, and find what will not run.",
         epilog="Exit codes: 0 success, 1 findings over the threshold, 2 usage error, 3 input error, "

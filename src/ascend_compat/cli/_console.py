@@ -39,14 +39,16 @@ def console(stream=None):
 
 
 def message(kind: str, text: str, prog: str = PROG) -> None:
-    """``prog: kind: text`` on stderr, the kind coloured on a terminal."""
+    """``prog: kind: text`` on stderr, the kind coloured on a terminal; ``prog: text`` when ``prog`` already
+    ends with the kind (``ascend-compat error: ...``, not ``ascend-compat error: error: ...``)."""
+    head = prog[:-len(kind)] if prog.endswith(f" {kind}") else f"{prog}: "
     if color_wanted(sys.stderr):
         from rich.markup import escape
 
-        console(sys.stderr).print(f"{escape(prog)}: [{_STYLES.get(kind, 'bold')}]{kind}[/]: {escape(text)}",
+        console(sys.stderr).print(f"{escape(head)}[{_STYLES.get(kind, 'bold')}]{kind}[/]: {escape(text)}",
                                   soft_wrap=True)
     else:
-        sys.stderr.write(f"{prog}: {kind}: {text}\n")
+        sys.stderr.write(f"{head}{kind}: {text}\n")
         sys.stderr.flush()
 
 

@@ -29,12 +29,11 @@ import os
 import sys
 
 HELP = "run a script and report which of its ops would fall back to the CPU on the NPU"
-SCHEMA_ID = "ascend-compat/audit"
-SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ascend_compat.cli._common import torch_npu_version
+    from ascend_compat.cli._script import add_target_arguments
 
     parser.add_argument("--torch-npu-version", type=torch_npu_version, metavar="V", default=None,
                         help="torch_npu version whose operator coverage is used (default: newest known)")
@@ -44,8 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--fail-on-fallback", action="store_true",
                         help="exit 1 when any op falls back to the CPU (for CI)")
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    add_target_arguments(parser)
 
 
 def _write(text: str, output) -> None:
@@ -63,22 +61,6 @@ def _write(text: str, output) -> None:
         raise CliError(f"cannot write {output}: {exc.strerror or exc}", INPUT) from None
 
 
-def _run(module, target):
-    """The script's exit code (SystemExit caught, as the interpreter would turn it into one)."""
-    from ascend_compat.cli.run import run_target
-
-    try:
-        return run_target(module, target)
-    except SystemExit as exc:
-        code = exc.code
-        if code is None:
-            return 0
-        if isinstance(code, int):
-            return code
-        print(code, file=sys.stderr)
-        return 1
-
-
 def _headline(code: int, ops_seen: int) -> str:
     """What to say above the report when the script failed or ran no op (empty otherwise)."""
     if ops_seen == 0:
@@ -92,7 +74,7 @@ def _headline(code: int, ops_seen: int) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from ascend_compat.cli._common import USAGE, CliError
-    from ascend_compat.cli.run import parse_target
+    from ascend_compat.cli._script import parse_target, prepare_with_progress, run_to_status
 
     target = parse_target(args, prog="audit")
     if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
@@ -108,11 +90,11 @@ def main(args: argparse.Namespace) -> int:
         version = data.resolve_version(requested)
     except ValueError as exc:
         raise CliError(str(exc), USAGE) from None
-    head = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION}
+    from ascend_compat._schemas import header
+
+    head = header("audit")
 
     if args.simulate:
-        from ascend_compat.cli.run import prepare_with_progress
-
         if args.torch_npu_version is not None:
             os.environ["ASCEND_COMPAT_SIM_TORCH_NPU_VERSION"] = args.torch_npu_version
         prepare_with_progress(args, True)
@@ -120,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
 
         monitor = FallbackMonitor()
         with monitor:
-            code = _run(args.module, target)
+            code = run_to_status(args.module, target, "audit")
         report = monitor.report
         fell_back = len(report) > 0
         if args.format == "json":
@@ -139,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
 
         recorder = OpRecorder(version)
         with recorder:
-            code = _run(args.module, target)
+            code = run_to_status(args.module, target, "audit")
         audit = recorder.report()
         fell_back = bool(audit.fallbacks)
         if args.format == "json":

@@ -167,6 +167,8 @@ def _scan(args, settings, opts, progress_on):
         real = [stdin_path if p == "-" else p for p in paths]
         targets, problems = discover(real, settings["exclude"], not args.no_gitignore)
         missing = [p for p, kind, _ in problems if kind == "missing" and p in real]
+        if missing and not targets and len(problems) == len(missing):  # nothing to report on: no summary
+            raise CliError("; ".join(f"{p}: no such file or directory" for p in missing), INPUT)
         if not targets and not problems:
             where = ", ".join(paths)
             raise CliError(f"no Python files found in {where} (looked for .py, .ipynb, .cu/.cuh, CMake and "

@@ -27,6 +27,8 @@ HELP = "run a script with every NPU op checked against CUDA's accuracy; report t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ascend_compat.cli._script import add_target_arguments
+
     parser.add_argument("--simulate", action="store_true", help="run on the simulated NPU")
     parser.add_argument("--strict", action="store_true",
                         help="count what differs as on Ascend by design (HF32, float64 run in float32) as departures")
@@ -54,8 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="record op-level values for the first N steps (default 1)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    add_target_arguments(parser)
 
 
 def _names(text: str):
@@ -100,7 +101,7 @@ def _check_options(args) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ascend_compat.cli._common import INPUT, CliError
-    from ascend_compat.cli.run import parse_target, prepare_with_progress
+    from ascend_compat.cli._script import parse_target, prepare_with_progress
 
     _check_options(args)
     target = parse_target(args, prog="compare")
@@ -124,14 +125,14 @@ def main(args: argparse.Namespace) -> int:
 def _run_script(args, target, *contexts):
     """Run the script (its stdout to stderr) inside ``contexts`` and the stop limits; (code, why stopped)."""
     from ascend_compat.cli._stop import StopLimits
-    from ascend_compat.cli.audit import _run
+    from ascend_compat.cli._script import run_to_status
 
     limits = StopLimits(args.steps, args.timeout)
     with contextlib.ExitStack() as stack:
         for ctx in contexts:
             stack.enter_context(ctx)
         with limits, contextlib.redirect_stdout(sys.stderr):
-            code = _run(args.module, target)
+            code = run_to_status(args.module, target, "compare")
     return code, limits.why
 
 

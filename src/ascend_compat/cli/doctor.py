@@ -6,8 +6,6 @@ import json
 import sys
 
 HELP = "check this machine's torch / torch_npu / CANN / driver / NPU setup and say how to fix it"
-SCHEMA_ID = "ascend-compat/doctor"
-SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +14,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report as if running under the ascend-compat simulator (also: ASCEND_COMPAT_SIMULATE=1)")
     parser.add_argument("--no-import", action="store_true",
                         help="do not try 'import torch_npu' in a child interpreter (metadata checks only)")
-    parser.add_argument("--root", default="/", help=argparse.SUPPRESS)  # inspect another filesystem tree
+    parser.add_argument("--root", default="/", metavar="DIR",
+                        help="look for CANN, the driver and the device nodes below DIR instead of / (e.g. a "
+                             "mounted container image); Python packages and environment variables are still this "
+                             "interpreter's (default: /)")
 
 
 _STATUS_STYLE = {"OK": "green", "WARN": "yellow", "FAIL": "bold red", "INFO": "cyan"}
@@ -61,8 +62,9 @@ def main(args) -> int:
         env.import_probe = None
     checks = run_doctor(env)
     if args.format == "json":
-        json.dump({"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
-                   "checks": [c.to_dict() for c in checks], "summary": summary(checks),
+        from ascend_compat._schemas import header
+
+        json.dump({**header("doctor"), "checks": [c.to_dict() for c in checks], "summary": summary(checks),
                    "simulated": any(c.name == "simulator" for c in checks)}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif _console.color_wanted(sys.stdout):

@@ -6,8 +6,6 @@ import json
 import sys
 
 HELP = "explain Ascend error codes (507035, EZ9999, ERR00100...) or scan a log with --log FILE"
-SCHEMA_ID = "ascend-compat/error"
-SCHEMA_VERSION = "1.0"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +46,9 @@ def main(args) -> int:
         except LogReadError as exc:
             raise CliError(str(exc), INPUT) from None
     if args.format == "json":
-        out = {"schema": SCHEMA_ID, "schema_version": SCHEMA_VERSION,
-               "codes": [e.to_dict() for e in explained], "errors": bad}
+        from ascend_compat._schemas import header
+
+        out = {**header("error"), "codes": [e.to_dict() for e in explained], "errors": bad}
         if findings is not None:
             out["log"] = {"source": args.log, "findings": [f.to_dict() for f in findings]}
         _print_json(out)

@@ -2,7 +2,8 @@
 
 Exit status: 0 success; 1 some file could not be rewritten (unreadable, undecodable or unparsable:
 left untouched and listed); 2 usage error; 3 input error (a given path does not exist, no Python
-files found).
+files found). A path that holds no code (a FIFO, socket or device, a broken link) is listed as skipped
+and does not change the status (docs/cli.md, "Files left untouched").
 """
 from __future__ import annotations
 
@@ -117,6 +118,11 @@ def main(args) -> int:
         err.write(f"left untouched ({len(errors)}):\n")
         for o in errors:
             err.write(f"  {o.path}: {o.error}\n")
+    skipped = [o for o in outcomes if o.skipped]
+    if skipped:  # no code in them: listed, never an error (docs/cli.md, "Files left untouched")
+        err.write(f"skipped, not files ({len(skipped)}):\n")
+        for o in skipped:
+            err.write(f"  {o.path}: {o.skipped}\n")
     if args.changes:
         fmt = args.changes_format or ("csv" if args.changes.lower().endswith(".csv") else "json")
         try:

@@ -21,6 +21,8 @@ HELP = "run a training script and report why its steps will be slow on Ascend, l
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ascend_compat.cli._script import add_target_arguments
+
     parser.add_argument("--simulate", action="store_true", help="run on the simulated NPU")
     parser.add_argument("--steps", type=_positive, default=3, metavar="N", help="steps to record (default 3)")
     parser.add_argument("--warmup", type=_non_negative, default=1, metavar="W",
@@ -35,8 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 when a finding has this severity or a higher one (for CI)")
     parser.add_argument("--from-trace", metavar="PATH",
                         help="analyse a profiler trace from the cluster instead of running a script")
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    add_target_arguments(parser)
 
 
 def _positive(text: str) -> int:
@@ -86,8 +87,7 @@ def main(args: argparse.Namespace) -> int:
             raise CliError(str(exc), INPUT) from None
         return _finish(args, analyze(record, backend="a profiler trace"), 0)
 
-    from ascend_compat.cli.audit import _run
-    from ascend_compat.cli.run import parse_target, prepare_with_progress
+    from ascend_compat.cli._script import parse_target, prepare_with_progress, run_to_status
 
     target = parse_target(args, prog="profile")
     prepare_with_progress(args, args.simulate)
@@ -96,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
     recorder = profile(steps=args.steps, warmup=args.warmup, auto_step=True, stop_after=not args.run_to_end)
     try:
         with recorder:
-            code = _run(args.module, target)
+            code = run_to_status(args.module, target, "profile")
     except StopProfiling:
         code = 0
     backend = "the simulated NPU" if args.simulate else ""

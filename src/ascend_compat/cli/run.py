@@ -12,17 +12,20 @@ launcher: Lightning's DDP launcher, ``torch.multiprocessing.spawn``, ``accelerat
 ``ascend-compat run --simulate --devices 2 train.py`` runs a 2-device Lightning DDP script as is, and
 ``ascend-compat run --simulate -m accelerate.commands.launch --num_processes 2 train.py`` an accelerate
 one. torchrun works either way: ``torchrun --nproc_per_node=N -m ascend_compat run --simulate train.py``.
+The launch itself (checks before the start, ``__main__`` semantics, launch errors) is
+:mod:`ascend_compat.cli._script`, shared with ``audit``, ``profile`` and ``compare``.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 HELP = "run a CUDA PyTorch script on the NPU (real, or simulated with --simulate)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ascend_compat.cli._script import add_target_arguments
+
     parser.add_argument(
         "--simulate",
         action="store_true",
@@ -31,10 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--devices", type=_device_count, default=None, metavar="N",
                         help="number of simulated NPUs (with --simulate; default 1, or one per local rank "
                              "under torchrun); child processes see the same devices")
-    # REMAINDER so that options after the module name belong to the module (`-m pkg.train --lr 1`)
-    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS...]",
-                        help="run a library module as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    add_target_arguments(parser)
 
 
 def _device_count(text: str) -> int:
@@ -47,118 +47,9 @@ def _device_count(text: str) -> int:
     return value
 
 
-def _prepare(simulate: bool) -> None:
-    """Environment translation, then the backend, then the patches - in that order, before user code.
-
-    ``ASCEND_COMPAT_NO_PATCH=1`` is honoured: then only the simulator (if asked for) is installed.
-    """
-    from ascend_compat import _activation, _config
-
-    if simulate:
-        # Child processes that import ascend_compat (spawned DataLoader workers, helpers) simulate too.
-        os.environ["ASCEND_COMPAT_SIMULATE"] = "1"
-    if _config.no_patch_requested():
-        if simulate:
-            from ascend_compat import simulator
-
-            simulator.install_from_env()
-        return
-    choice = "simulator" if simulate else _activation.decide()
-    if choice is None:  # no NPU here: run unchanged (CUDA or CPU), like `python SCRIPT`
-        return
-    _activation.activate(choice)
-
-
-def _strip_own_frames(exc: BaseException) -> None:
-    """Drop the launcher's and runpy's frames so the traceback starts in user code, as ``python x.py`` shows."""
-    tb = exc.__traceback__
-    own = {__file__, "<frozen runpy>", getattr(sys.modules.get("runpy"), "__file__", None)}
-    while tb is not None and tb.tb_frame.f_code.co_filename in own:
-        tb = tb.tb_next
-    if tb is not None:
-        exc.__traceback__ = tb
-
-
-def parse_target(args: argparse.Namespace, prog: str = "run"):
-    """The SCRIPT [ARGS...] list from ``args`` (``--`` dropped); CliError (usage / input) if unusable."""
-    from ascend_compat.cli._common import INPUT, USAGE, CliError
-
-    target = list(args.target)
-    if isinstance(args.module, list):  # `-m MODULE ARGS...` (nargs=REMAINDER): everything after -m
-        if not args.module:
-            raise CliError("-m needs a MODULE name", USAGE)
-        args.module, target = args.module[0], list(args.module[1:]) + target
-    if target[:1] == ["--"]:
-        target = target[1:]
-    if args.module is None and not target:
-        raise CliError("give a SCRIPT or -m MODULE to run", USAGE)
-    if args.module is None and not os.path.isfile(target[0]):
-        what = "is a directory" if os.path.isdir(target[0]) else "no such file"
-        raise CliError(f"can't open file {target[0]!r}: {what}", INPUT)
-    return target
-
-
-def run_target(module, target) -> int:
-    """Run ``-m module`` (with ``target`` as its arguments) or the script ``target[0]`` as ``__main__``.
-
-    Returns 0, or 1 (130 for KeyboardInterrupt) after printing an uncaught exception's traceback from
-    the user's first frame; ``SystemExit`` propagates, as from ``python SCRIPT``.
-    """
-    import runpy
-
-    try:
-        if module is not None:
-            sys.argv = [module, *target]  # runpy replaces argv[0] with the module's path
-            sys.path[0] = os.getcwd()
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        else:
-            script = target[0]
-            sys.argv = target
-            sys.path[0] = os.path.dirname(os.path.abspath(script))
-            runpy.run_path(script, run_name="__main__")
-    except SystemExit:
-        raise
-    except BaseException as exc:  # print like the interpreter would, starting at the user's frame
-        _strip_own_frames(exc)
-        sys.excepthook(type(exc), exc, exc.__traceback__)
-        _hint_simulate(exc)
-        return 130 if isinstance(exc, KeyboardInterrupt) else 1
-    return 0
-
-
-def _hint_simulate(exc: BaseException) -> None:
-    """After torch's "not compiled with CUDA" on a machine with no NPU backend: point at --simulate."""
-    text = str(exc)
-    if ("Torch not compiled with CUDA enabled" in text or "Found no NVIDIA driver" in text) \
-            and "torch_npu" not in sys.modules:
-        from ascend_compat.cli import _console
-
-        _console.message("note", "this machine has no NPU (torch_npu is not installed), so the script ran "
-                                 "unchanged and its CUDA calls failed; to dry-run it on the simulated NPU: "
-                                 "ascend-compat run --simulate SCRIPT", prog="ascend-compat")
-
-
-def prepare_with_progress(args: argparse.Namespace, simulate: bool) -> None:
-    """:func:`_prepare`, with start-up progress on stderr for the simulator (several seconds)."""
-    from ascend_compat.cli import _console
-    from ascend_compat.cli._common import USAGE, CliError, progress_enabled
-    from ascend_compat.simulator._config import SimConfigError, env_arguments
-
-    if simulate:  # the command line is strict where `import ascend_compat` only warns
-        try:
-            env_arguments(strict=True)
-        except SimConfigError as exc:
-            raise CliError(str(exc), USAGE) from None
-    with _console.steps("starting the simulated NPU", ("importing torch", "installing the simulator"),
-                        simulate and progress_enabled(args)) as step:
-        step("importing torch")
-        if simulate:
-            import torch  # noqa: F401  (the slow part of start-up, shown as its own step)
-        step("installing the simulator")
-        _prepare(simulate)
-
-
 def main(args: argparse.Namespace) -> int:
+    from ascend_compat.cli._script import parse_target, prepare_with_progress, run_target
+
     target = parse_target(args)
     if args.devices is not None:
         from ascend_compat.cli._common import USAGE, CliError
@@ -167,4 +58,4 @@ def main(args: argparse.Namespace) -> int:
             raise CliError("--devices sets the number of simulated NPUs; add --simulate", USAGE)
         os.environ["ASCEND_COMPAT_SIM_DEVICES"] = str(args.devices)
     prepare_with_progress(args, args.simulate)
-    return run_target(args.module, target)
+    return run_target(args.module, target, "run")

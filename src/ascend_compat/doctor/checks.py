@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Union
 from ascend_compat.doctor import installs
 from ascend_compat.doctor.environment import Check, Environment, ProbeResult, Status
 from ascend_compat._versions import cann_key, key as version_key
-from ascend_compat.knowledge import env_vars
+from ascend_compat.knowledge import env_vars, visible_devices
 from ascend_compat.doctor.versions import base_version, matrix_rows, python_range, release_line
 
 OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
@@ -201,9 +201,14 @@ def _suggest_torch_npu(f: Facts) -> str:
             with_cann = [r for r in cands if r["cann"] == cann.version]
             cands = with_cann or cands
         if cands:
-            best = max(cands, key=lambda r: version_key(r["torch_npu"]))
-            return f"run `pip install torch-npu=={best['torch_npu']}`" + (
-                f" (published pairing: torch {best['torch']}, CANN {best['cann']})" if best["cann"] else "")
+            paired = [r for r in cands if r["cann"]]
+            best = max(paired or cands, key=lambda r: version_key(r["torch_npu"]))
+            if best["cann"]:
+                return f"run `pip install torch-npu=={best['torch_npu']}` (published pairing: torch {best['torch']}, " \
+                       f"CANN {best['cann']})"
+            # on PyPI, but Ascend publishes no CANN for it: say so, as the compatibility line does
+            return f"run `pip install torch-npu=={best['torch_npu']}` (on PyPI for torch {tv}; Ascend publishes no " \
+                   "CANN pairing for it, so use the newest CANN" + _newest_pairing(rows) + ")"
     if tv and rows:
         mm = release_line(tv)
         same_minor = [r for r in rows if mm and release_line(r["torch"]) == mm]
@@ -401,6 +406,16 @@ def check_npu_smi(f: Facts) -> CheckResult:
 
 
 # ---------------------------------------------------------------- compatibility
+def _newest_pairing(rows: list[dict]) -> str:
+    """``"; the newest published combination is torch T + torch_npu N + CANN C"`` (empty without one)."""
+    paired = [r for r in rows if r["cann"]]
+    if not paired:
+        return ""
+    best = max(paired, key=lambda r: (cann_key(r["cann"]), version_key(r["torch_npu"])))
+    return f"; the newest published combination is torch {best['torch']} + torch_npu {best['torch_npu']} + " \
+           f"CANN {best['cann']}"
+
+
 def _newest_cann_hint(rows: list[dict]) -> str:
     paired = [r for r in rows if r["cann"]]
     if not paired:
@@ -482,44 +497,48 @@ def check_autoload(f: Facts) -> CheckResult:
     return Check("autoload", OK, "torch_npu registers the 'torch.backends' entry point: 'import torch' loads it")
 
 
-def _visible_list(value: str) -> tuple[list[int] | None, str]:
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not parts:
-        return None, "is empty: no NPU will be visible"
-    try:
-        return [int(p) for p in parts], ""
-    except ValueError:
-        return None, f"must be comma-separated device ids, got {value!r}"
-
-
 def check_visible_devices(f: Facts) -> CheckResult:
-    value = f.environment.get("ASCEND_RT_VISIBLE_DEVICES")
+    """``ASCEND_RT_VISIBLE_DEVICES`` read exactly as torch_npu reads it (:mod:`ascend_compat.knowledge.
+    visible_devices`, the parser the simulator and the shim use): the raw value, not stripped."""
+    value = f.environment.env.get(visible_devices.ASCEND)
     if value is None:
         return None
-    ids, err = _visible_list(value)
-    name = "visible_devices"
-    if ids is None:
-        return Check(name, FAIL, f"ASCEND_RT_VISIBLE_DEVICES={value!r} {err}",
-                     "set it to ascending device ids, e.g. ASCEND_RT_VISIBLE_DEVICES=0,1,2,3, or unset it")
-    if len(set(ids)) != len(ids):
-        return Check(name, FAIL, f"ASCEND_RT_VISIBLE_DEVICES={value} lists a device twice",
-                     "list each device once, ascending")
-    if ids != sorted(ids):
-        return Check(name, FAIL, f"ASCEND_RT_VISIBLE_DEVICES={value} is not ascending: torch.npu.is_available() "
-                                 "then silently returns False",
-                     f"use ASCEND_RT_VISIBLE_DEVICES={','.join(map(str, sorted(ids)))} and map ranks to devices "
-                     "in your code instead")
+    name, var = "visible_devices", visible_devices.ASCEND
+    ids = visible_devices.ascend_ids(value)
+    read = visible_devices.ascend_read_part(value)
+    if not ids:
+        what = "is empty" if value == "" else "starts with no device id"
+        return Check(name, FAIL, f"{var}={value!r} {what}: torch_npu reads comma-separated device ids from it, "
+                                 "so no NPU is visible",
+                     f"set it to ascending device ids, e.g. `{var}=0,1,2,3`, or unset it.")
+    if read != value or ",," in read:  # trailing characters, or an empty element, end the list early
+        return Check(name, FAIL, f"{var}={value!r} is read as {','.join(map(str, ids))} only: torch_npu stops at "
+                                 "the first character that is neither a digit nor a comma, and at an empty element",
+                     f"write the ids without spaces or other characters, e.g. `{var}={_wanted(value)}`.")
+    if any(b <= a for a, b in zip(ids, ids[1:])):
+        twice = len(set(ids)) != len(ids)
+        return Check(name, FAIL, f"{var}={value} " + ("lists a device twice" if twice else "is not ascending")
+                     + ": torch_npu then sees no device (torch.npu.is_available() is False)",
+                     f"use `{var}={','.join(map(str, sorted(set(ids))))}` and map ranks to devices in your code "
+                     "instead.")
     count = f.sim_devices if f.simulated else f.device_count
     if count is not None:
         nums, _ = f.devices
         valid = list(range(count)) if f.simulated or not nums else nums
         bad = [i for i in ids if i not in valid]
         if bad:
-            return Check(name, FAIL, f"ASCEND_RT_VISIBLE_DEVICES={value} names device(s) {bad} but only "
-                                     f"{valid} exist: NPU init fails with EE1001 / 207004",
-                         f"use ids among {valid}")
-        return Check(name, OK, f"ASCEND_RT_VISIBLE_DEVICES={value} ({len(ids)} of {count} device(s))")
-    return Check(name, INFO, f"ASCEND_RT_VISIBLE_DEVICES={value} (cannot verify the range: device count unknown)")
+            return Check(name, FAIL, f"{var}={value} names device(s) {bad} but only {valid} exist: NPU init fails "
+                                     "with EE1001 / 207004, or the devices from the first missing one are not visible",
+                         f"use ids among {valid}.")
+        return Check(name, OK, f"{var}={value} ({len(ids)} of {count} device(s))")
+    return Check(name, INFO, f"{var}={value} (cannot verify the range: device count unknown)")
+
+
+def _wanted(value: str) -> str:
+    """The ids a user meant in a value torch_npu reads only partly (``"0, 1"`` -> ``"0,1"``)."""
+    import re
+
+    return ",".join(re.findall(r"\d+", value)) or "0,1"
 
 
 def check_cuda_env(f: Facts) -> CheckResult:
@@ -533,8 +552,12 @@ def check_cuda_env(f: Facts) -> CheckResult:
             continue
         value = f.environment.get(name)
         if rec.shim_maps and f.environment.get(rec.ascend) is None:
+            shim = ""
+            if rec.converter == "visible_devices":  # what the shim would set, read by the one parser
+                shown = visible_devices.to_ascend(f.environment.env[name])
+                shim = f"; under the shim {rec.ascend}={shown.value!r}" + (" (no NPU)" if not shown.value else "")
             out.append(Check("cuda_env", WARN, f"{name}={value} is set but Ascend reads {rec.ascend}, which is unset "
-                                               f"({rec.reason})",
+                                               f"({rec.reason}){shim}",
                              f"{rec.advice[:-1]}, or run under ascend-compat run, which translates it"))
         elif rec.shim_maps:
             out.append(Check("cuda_env", INFO, f"{name}={value} is set; Ascend uses "

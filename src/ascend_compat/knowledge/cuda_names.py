@@ -17,7 +17,7 @@ from ascend_compat.knowledge.records import (AUTO, EMULATE, EVERY, KEEP, MANUAL,
                                              CudaName, Versions)
 
 __all__ = ["MAP", "EMULATE", "UNSUPPORTED", "KEEP", "RECORDS", "CUDA_NAMES", "LEGACY_TENSOR_TYPES", "RENAMED",
-           "status", "example_of", "docs_table"]
+           "PRIVATE", "PRIVATE_NAMES", "status", "example_of", "docs_table"]
 
 #: legacy type name (``torch.cuda.<Name>``) -> dtype attribute name on torch
 LEGACY_TENSOR_TYPES = {
@@ -105,10 +105,13 @@ RECORDS: tuple[CudaName, ...] = (
              "multi_processor_count), filled with NPU or made-up values", _CAP_ADVICE,
              "import torch\np = torch.cuda.get_device_properties(0)\n"
              "print('npu', (p.major, p.minor), p.multi_processor_count > 0)", "npu (8, 0) True", rule=_CAP),
-    _map("cudart", PARTIAL, "the shim maps it to torch.npu.npurt, which exposes the NPU runtime, not the "
-                            "CUDA runtime API", versions=_NPU_2_10,
-         example="import torch\nrt = torch.cuda.cudart\nprint('npu', getattr(rt, '__wrapped__', rt).__name__)",
-         expect="npu npurt"),
+    _emulate("cudart", PARTIAL, "torch.npu.npurt",
+             "the shim returns a runtime whose cudaProfilerStart and cudaProfilerStop (Nsight capture ranges) "
+             "do nothing, as torch.cuda.profiler.start/stop; its other functions are torch.npu.npurt's "
+             "(torch_npu 2.10 and later), the NPU runtime (npuHostRegister, npuStreamCreate), not the CUDA "
+             "runtime API", "use torch_npu.profiler (or msprof) for NPU traces.",
+             "import torch\nrt = torch.cuda.cudart()\nrt.cudaProfilerStart()\nx = torch.ones(2, device='cuda') * 2\n"
+             "rt.cudaProfilerStop()\nprint(x.device.type, 'no capture range')", "npu no capture range"),
     # streams and events
     _map("Stream"), _map("Event"), _map("ExternalStream", versions=_NPU_2_10), _map("StreamContext", versions=_NPU_2_6),
     _map("stream"), _map("set_stream"), _map("current_stream"), _map("default_stream"),
@@ -164,7 +167,7 @@ RECORDS: tuple[CudaName, ...] = (
     # AMP
     _keep("amp", AUTO, "torch.npu.amp",
           "torch.cuda.amp's autocast, GradScaler, custom_fwd and custom_bwd pass device 'cuda' to torch.amp, "
-          "which the shim translates", "use torch.amp with device 'npu'.",
+          "which the shim translates", "use torch.npu.amp, as migrate writes it.",
           "import torch\nwith torch.cuda.amp.autocast():\n"
           "    y = torch.ones(2, 2, device='cuda') @ torch.ones(2, 2, device='cuda')\nprint(y.device.type, y.dtype)",
           "npu torch.float16", rule=_AMP),
@@ -264,6 +267,20 @@ RECORDS: tuple[CudaName, ...] = (
 
 #: name -> record (the names of ``torch.cuda`` relative to it)
 CUDA_NAMES: dict[str, CudaName] = {r.name: r for r in RECORDS}
+
+#: private CUDA bindings of ``torch._C`` that CUDA scripts call and the shim emulates (names relative to
+#: ``torch._C``); every other ``torch._C._cuda*`` name is manual for check and untouched by the shim
+PRIVATE: tuple[CudaName, ...] = (
+    _emulate("_cuda_clearCublasWorkspaces", AUTO, None,
+             "the NPU has no cuBLAS workspaces to free, so the shim makes it do nothing (torch_npu's own "
+             "clear_cublass_cache does nothing either); memory-measuring code around it runs unchanged",
+             "keep it under the shim, and guard it with hasattr(torch._C, '_cuda_clearCublasWorkspaces') in "
+             "code that runs without the shim (migrated code).",
+             "import torch\nx = torch.ones(4, 4, device='cuda') @ torch.ones(4, 4, device='cuda')\n"
+             "torch._C._cuda_clearCublasWorkspaces()\nprint(x.device.type, torch.cuda.memory_allocated() > 0)",
+             "npu True"),
+)
+PRIVATE_NAMES: dict[str, CudaName] = {r.name: r for r in PRIVATE}
 
 
 def status(name: str) -> Optional[CudaName]:

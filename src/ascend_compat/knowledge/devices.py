@@ -69,6 +69,14 @@ RECORDS: tuple[Construct, ...] = (
               "str() of an npu device is npu:N, so the test is False and the code takes its non-CUDA branch",
               'test device.type == "npu" instead of searching str(device).',
               _X + "print('cuda' in str(x.device))", "False"),
+    Construct("device", 'device == "cuda" on a string the script set', "device-compare", AUTO,
+              'device == "npu"',
+              'a string the script sets (device = "cuda", a command-line option) stays "cuda" under the shim, '
+              "which translates it where torch takes a device, so the comparison holds as on CUDA",
+              'keep it; migrate rewrites both strings to "npu", so they still match.',
+              "import torch\ndevice = 'cuda'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n"
+              "x = torch.ones(1, device=device)\nprint(device_type == 'cuda', x.device.type)", "True npu",
+              rewrite=("'cuda' in device", "'npu' in device")),
 )
 
 BY_NAME: dict[str, Construct] = {r.name: r for r in RECORDS}

@@ -17,7 +17,8 @@ _IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
 
 RECORDS: tuple[EnvVar, ...] = (
     EnvVar("CUDA_VISIBLE_DEVICES", "cuda-env", AUTO, "ASCEND_RT_VISIBLE_DEVICES",
-           "the shim maps it (ids must be ascending on NPU)", "visible_devices", True, ("0", "0"),
+           "the shim maps it, reading it as CUDA does (-1 or an invalid id hides the devices from there on) "
+           "and sorting the ids, which torch_npu needs ascending", "visible_devices", True, ("0", "0"),
            migrate_renames=True),
     EnvVar("PYTORCH_CUDA_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it; keys the NPU allocator does not know are dropped with a warning",

@@ -8,6 +8,8 @@ import sysconfig
 from types import FrameType
 from typing import Dict, NamedTuple, Optional, Tuple, Union
 
+from ascend_compat._files import display_path
+
 
 class Frame(NamedTuple):
     """A user stack frame: ``file``, ``line``, ``function``."""
@@ -17,7 +19,7 @@ class Frame(NamedTuple):
     function: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}"
+        return f"{display_path(self.file)}:{self.line} in {self.function}"
 
 
 def _skip_dirs() -> Tuple[str, ...]:

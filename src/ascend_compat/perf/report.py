@@ -4,14 +4,15 @@ steps with every finding marked at its first occurrence."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ascend_compat._files import display_path
+from ascend_compat._schemas import VERSIONS, schema_id
 from ascend_compat.perf.events import Site, StepRecord
 
-SCHEMA = "ascend-compat.profile"
-SCHEMA_VERSION = 1
+SCHEMA = schema_id("profile")
+SCHEMA_VERSION = VERSIONS["profile"]
 SEVERITIES = ("high", "medium", "low")
 
 
@@ -37,7 +38,7 @@ class Finding:
     def location(self) -> str:
         if self.site is None:
             return "<no user frame>"
-        return f"{_short(self.site[0])}:{self.site[1]}"
+        return f"{display_path(self.site[0])}:{self.site[1]}"
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
@@ -141,13 +142,6 @@ def _fmt(value: float) -> str:
     return f"{int(value):,}"
 
 
-def _short(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it (as editors want it)."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 def sort_key(f: Finding) -> Tuple[int, float]:

@@ -159,6 +159,18 @@ _ENV_KEYS = (("ASCEND_COMPAT_SIM_DEVICES", "devices"), ("ASCEND_COMPAT_SIM_FLOAT
              ("ASCEND_COMPAT_SIM_AUTOGRAD_THREADS", "autograd_threads"))
 
 
+def implied_devices() -> int:
+    """The device count without ``ASCEND_COMPAT_SIM_DEVICES``: ``max(1, LOCAL_WORLD_SIZE)`` under torchrun,
+    else the default; read by :func:`env_arguments` and by ``_inherit`` (which must agree with it)."""
+    raw = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    if raw:
+        try:
+            return int(_env_value("LOCAL_WORLD_SIZE", "devices", raw))
+        except SimConfigError:
+            pass
+    return SimConfig().devices
+
+
 def _env_value(var: str, key: str, raw: str):
     """The ``install()`` value for one variable; SimConfigError (naming the variable) if invalid."""
     value: object = raw

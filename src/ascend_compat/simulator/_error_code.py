@@ -90,11 +90,9 @@ def cpp_error(submodule: str, code: Code) -> str:
     """The suffix torch_npu's C++ ``<SUB>_ERROR(ErrCode::<code>)`` appends (``cpp_error("OPS", "TYPE")``)."""
     if _compact():
         return ""
-    try:
-        rank = int(os.environ.get("RANK", "-1"))
-    except ValueError:
-        rank = 0  # strtol of a non-number
-    return _line(submodule, code, rank)
+    from ascend_compat.simulator._warn import rank_id
+
+    return _line(submodule, code, rank_id())
 
 
 def parse(err: str) -> Tuple[str, ErrCode]:

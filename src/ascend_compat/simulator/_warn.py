@@ -20,12 +20,19 @@ def should_print() -> bool:
         disabled = os.environ.get("TORCH_NPU_DISABLED_WARNING")
     if disabled is not None and disabled.strip().lstrip("+-").isdigit() and int(disabled) == 1:
         return False
+    return rank_id() in (0, -1)
+
+
+def rank_id() -> int:
+    """torch_npu's ``OptionsManager::GetRankId``: ``strtol(RANK)`` (the number the value starts with after
+    blanks, 0 when there is none), -1 when ``RANK`` is unset. The one reader of ``RANK`` in the simulator."""
+    import re
+
     rank = os.environ.get("RANK")
-    try:
-        rank_id = int(rank) if rank is not None else -1
-    except ValueError:
-        rank_id = 0  # strtol of a non-number is 0
-    return rank_id in (0, -1)
+    if rank is None:
+        return -1
+    match = re.match(r"\s*([+-]?\d+)", rank)
+    return int(match.group(1)) if match else 0
 
 
 def npu_warn(message: str, function: str, where: str) -> None:

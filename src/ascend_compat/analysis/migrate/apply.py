@@ -29,7 +29,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-from ascend_compat.analysis.findings import Finding
+from ascend_compat.analysis.findings import NOT_A_FILE, Finding
 from ascend_compat.analysis.migrate.transform import Change, MigrateError, check_round_trip, migrate_source
 from ascend_compat._files import write_bytes_atomic
 
@@ -47,6 +47,8 @@ class FileOutcome:
     remaining: List[Finding] = field(default_factory=list)
     error: Optional[str] = None
     written_to: Optional[str] = None
+    #: why a path that holds no code (a FIFO, socket or device, a broken link) was skipped; never an error
+    skipped: Optional[str] = None
 
 
 #: files larger than this are skipped with a message (libcst needs ~200 bytes of memory per byte)
@@ -101,12 +103,22 @@ def _read_source(path: str, kind: str):
     return text, SourceFormat(encoding, bom, crlf)
 
 
+def _blank_tail(text: str):
+    """(body, tail): a last line of only blanks without a newline split off (libcst does not reproduce
+    ``"x = 1\\n\\n   "``), so such a file is migrated and written back with its tail as it was."""
+    head, newline, last = text.rpartition("\n")
+    if newline and last and not last.strip(" \t\f"):
+        return head + newline, last
+    return text, ""
+
+
 def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     """(new text, changes, remaining findings) for a Python file or a notebook's JSON text."""
     if kind != "notebook":
-        check_round_trip(text)
-        r = migrate_source(text, path, version, annotate)
-        return r.code, r.changes, r.remaining
+        body, tail = _blank_tail(text)
+        check_round_trip(body)
+        r = migrate_source(body, path, version, annotate)
+        return r.code + tail, r.changes, r.remaining
     from ascend_compat.analysis.scan import cell_source, sanitize_cell
 
     try:
@@ -184,7 +196,8 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
     targets, problems = discover(paths, exclude, use_gitignore)
     outcomes: List[FileOutcome] = []
     for path, kind, msg in problems:
-        outcomes.append(FileOutcome(path, error=f"{kind}: {msg}"))
+        outcomes.append(FileOutcome(path, skipped=msg) if kind == NOT_A_FILE
+                        else FileOutcome(path, error=f"{kind}: {msg}"))
     done = set()
     for number, t in enumerate(targets, 1):
         if progress is not None:
@@ -301,10 +314,11 @@ def _copy_the_rest(paths: Sequence[str], anchor: str, output_dir: str, done: set
 
 def changes_table(outcomes: Sequence[FileOutcome], fmt: str) -> str:
     """The change list (file, line, before, after, rule) as JSON or CSV."""
+    from ascend_compat._schemas import header
+
     rows = [c.to_dict() for o in outcomes for c in o.changes]
     if fmt == "json":
-        return json.dumps({"schema": "ascend-compat/migrate-changes", "schema_version": "1.0",
-                           "changes": rows}, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps({**header("migrate-changes"), "changes": rows}, indent=2, ensure_ascii=False) + "\n"
     import csv
     import io
 

@@ -1,18 +1,19 @@
 """The one report model all writers use; its JSON form is the documented ``--format json`` schema.
 
-Schema version ``1.0`` (SCHEMA.md). Additive changes bump the minor version; anything that
-renames, removes or changes the meaning of a field bumps the major version.
+Schema ``ascend-compat/check``, its version in :mod:`ascend_compat._schemas` (SCHEMA.md). Additive changes bump
+the minor version; anything that renames, removes or changes the meaning of a field bumps the major version.
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import Iterable, Optional
 
+from ascend_compat._schemas import VERSIONS, schema_id
 from ascend_compat.analysis.difficulty import rate_all, rate_file
-from ascend_compat.analysis.findings import FileResult
+from ascend_compat.analysis.findings import NOT_A_FILE, FileResult
 
-SCHEMA_ID = "ascend-compat/check"
-SCHEMA_VERSION = "1.0"
+SCHEMA_ID = schema_id("check")
+SCHEMA_VERSION = VERSIONS["check"]
 
 
 def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None) -> dict:
@@ -45,7 +46,8 @@ def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None
         "summary": {
             "files_scanned": sum(1 for r in results if r.kind != "unknown"),
             "files_with_findings": sum(1 for r in results if r.findings),
-            "files_with_errors": sum(1 for r in results if r.error),
+            "files_with_errors": sum(1 for r in results if r.not_analysed),
+            "files_skipped": sum(1 for r in results if r.error_kind == NOT_A_FILE),
             "lines": sum(r.lines for r in results),
             "total": len(findings),
             "by_handling": {h: handling.get(h, 0) for h in ("auto", "partial", "manual")},

@@ -8,7 +8,7 @@ from ascend_compat.knowledge import devices
 RULE = Rule('cuda-amp', 'amp', AUTO, 'CUDA automatic mixed precision',
             'torch.cuda.amp.autocast/GradScaler/custom_fwd and torch.autocast("cuda") are mapped by the '
             'shim to the NPU autocast and torch.npu.amp.GradScaler.',
-            'use torch.amp.autocast("npu") and torch.amp.GradScaler("npu").', order=9)
+            'use torch.npu.amp.autocast and torch.npu.amp.GradScaler, as migrate writes them.', order=9)
 TRIGGERS = ("cuda",)
 #: calls whose first positional argument is the autocast / GradScaler device type
 AMP_FIRST_ARG = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler",

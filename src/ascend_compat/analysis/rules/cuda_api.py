@@ -65,10 +65,13 @@ def status(name: str, version: Optional[str] = None) -> ApiStatus:
     if member is not None:  # torch.cuda.memory.empty_cache is torch.cuda.empty_cache (the shim rebinds both)
         return _of_record(member, version)
     npu, note = _entry(_table(version), name)
-    # a note phrased as advice ("prefer X", "use X") is the advice, not part of the message
+    # a note phrased as advice ("prefer X", "use X") is the advice, not part of the message; a member of a
+    # recorded name (torch.cuda.amp.GradScaler) is advised as migrate rewrites it (torch.npu.amp.GradScaler)
     advice = "use " + _sentence(note.split(" ", 1)[1]) if note.startswith(("prefer ", "use ")) else None
     if advice:
         note = ""
+        if rec is not None and npu is not None:
+            advice = None
     if rec is not None and rec.verdict == MANUAL:
         return ApiStatus(rec.rule, MANUAL, None, note or rec.reason, advice or rec.advice)
     if npu is None and (rec is None or rec.action != EMULATE):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ascend_compat.analysis.rules import cuda_api
 from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule
+from ascend_compat.knowledge import cuda_names
 
 RULE = Rule('torch-cuda-api', 'api', AUTO, 'torch.cuda API',
             'torch.cuda names that torch_npu provides as torch.npu.* are mapped by the shim; names '
@@ -16,6 +17,9 @@ def qualname(q: str, version):
     table in the knowledge layer), private ``torch._C`` CUDA bindings, ``ProfilerActivity.CUDA``."""
     if q == "torch.cuda" or q.startswith("torch.cuda."):
         return cuda_api.classify_torch_cuda(q, version)
+    rec = cuda_names.PRIVATE_NAMES.get(q[len("torch._C."):]) if q.startswith("torch._C.") else None
+    if rec is not None:  # a private binding the shim emulates: its knowledge record decides
+        return RULE.id, rec.verdict, f"{q}: {rec.reason}", rec.advice
     if q.startswith(("torch._C._cuda", "torch._C._cudart", "torch._C._nccl")):
         return (RULE.id, MANUAL, f"{q}: a private CUDA binding; torch_npu has no counterpart",
                 "use the public torch.npu API instead of torch._C CUDA bindings.")

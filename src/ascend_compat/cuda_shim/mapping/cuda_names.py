@@ -5,5 +5,5 @@ check reads the same records (``analysis/rules/cuda_api.py``), so both give one 
 from __future__ import annotations
 
 from ascend_compat.knowledge.cuda_names import (  # noqa: F401  (re-exported for the shim)
-    CUDA_NAMES, EMULATE, KEEP, MAP, RECORDS, UNSUPPORTED, docs_table, status,
+    CUDA_NAMES, EMULATE, KEEP, MAP, PRIVATE, RECORDS, UNSUPPORTED, docs_table, status,
 )

@@ -176,6 +176,7 @@ def _emulations(torch: Any, npu: Any, cuda_original: Any) -> dict[str, Any]:
         "is_tf32_supported": is_tf32_supported,
         "nvtx": _nvtx_module(npu),
         "profiler": _profiler_module(),
+        "cudart": lambda: _CudaRuntime(npu),
     }
     for short, dtype_name in LEGACY_TENSOR_TYPES.items():
         out[short] = _legacy_type(torch, short, dtype_name)
@@ -250,6 +251,37 @@ def _nvtx_module(npu: Any) -> types.ModuleType:
     for fn in (range_push, range_pop, mark, range, range_start, range_end):
         setattr(mod, fn.__name__, fn)
     return mod
+
+
+class _CudaRuntime:
+    """What ``torch.cuda.cudart()`` returns under the shim: Nsight's capture-range markers
+    (``cudaProfilerStart``/``cudaProfilerStop``) do nothing and return cudaSuccess (0), as
+    ``torch.cuda.profiler.start/stop`` do; any other function is torch.npu.npurt()'s, where that exists."""
+
+    def cudaProfilerStart(self) -> int:  # noqa: N802 (the CUDA runtime's name)
+        hit("torch.cuda.cudart().cudaProfilerStart")
+        return 0
+
+    def cudaProfilerStop(self) -> int:  # noqa: N802
+        hit("torch.cuda.cudart().cudaProfilerStop")
+        return 0
+
+    def __init__(self, npu: Any) -> None:
+        self._npu = npu
+
+    def __getattr__(self, name: str) -> Any:
+        npurt = getattr(self._npu, "npurt", None)
+        runtime = None
+        if npurt is not None:
+            try:
+                runtime = npurt()
+            except Exception:  # the simulator's, or a build without it: the error below says what to do
+                runtime = None
+        if runtime is not None and hasattr(runtime, name):
+            return getattr(runtime, name)
+        raise AttributeError(f"torch.cuda.cudart().{name}: the CUDA runtime API has no NPU counterpart here "
+                             "(torch.npu.npurt() has npuHostRegister, npuHostUnregister, npuStreamCreate and "
+                             "npuStreamDestroy in torch_npu 2.10 and later)")
 
 
 def _profiler_module() -> types.ModuleType:
@@ -404,12 +436,22 @@ def patches() -> list:
             f"memory.{name}", f"memory.{name}")
         out.append(Patch(f"torch.cuda.memory:{name}", obj, "memory history / snapshots", optional=True,
                          concept="torch.cuda"))
+    for rec in table.PRIVATE:  # private torch._C CUDA bindings scripts call (knowledge.cuda_names.PRIVATE)
+        out.append(Patch(f"torch._C:{rec.name}", _PRIVATE_EMULATIONS[rec.name], f"torch._C.{rec.name}: {rec.action}",
+                         concept="torch.cuda", rebind=False))
     out.append(Patch("torch.autograd.profiler_util:Kernel.__new__", _kernel_new, "profiler Kernel('cuda')",
                      wrap=True, rebind=False, optional=True, concept="torch.cuda"))
     return out
 
 
 PRIVATE_MEMORY_HELPERS = ("_record_memory_history", "_snapshot", "_dump_snapshot")
+
+
+def _clear_cublas_workspaces() -> None:
+    hit("torch._C._cuda_clearCublasWorkspaces")
+
+
+_PRIVATE_EMULATIONS = {"_cuda_clearCublasWorkspaces": _clear_cublas_workspaces}
 
 
 def _kernel_new(original):

@@ -1,9 +1,10 @@
 """Environment translation, applied before the NPU backend initialises.
 
-* ``CUDA_VISIBLE_DEVICES`` -> ``ASCEND_RT_VISIBLE_DEVICES``: validated (comma-separated
-  non-negative integers, no duplicates) and sorted ascending, as torch_npu requires (it reports zero
-  devices otherwise). An invalid value is left alone and explained in a warning. If the order
-  changes, the warning says so (logical device 0 is then the lowest id).
+* ``CUDA_VISIBLE_DEVICES`` -> ``ASCEND_RT_VISIBLE_DEVICES``: read as CUDA reads it (``-1`` or an
+  invalid id hides the devices from there on, a repeated id hides all, GPU UUIDs match no NPU) and
+  sorted ascending, as torch_npu requires (it reports zero devices otherwise); the one parser is
+  :mod:`ascend_compat.knowledge.visible_devices`. A warning says when the NPUs shown differ from
+  what the value asks for on CUDA (reordered ids, a repeated id, UUIDs).
 * ``PYTORCH_CUDA_ALLOC_CONF`` -> ``PYTORCH_NPU_ALLOC_CONF`` (keys the NPU allocator does not know
   are dropped, with a warning).
 * ``NCCL_*`` -> ``HCCL_*`` where a counterpart exists (:mod:`..mapping.env_vars`), an INFO log line
@@ -18,38 +19,16 @@ import warnings
 
 from ascend_compat.cuda_shim.mapping.env_vars import ENV_MAP, NO_EQUIVALENT, NPU_ALLOC_CONF_KEYS
 from ascend_compat.cuda_shim.registry import Change, hit, log
+from ascend_compat.knowledge import visible_devices
 
 __all__ = ["EnvTranslation", "translate_visible_devices", "translate_alloc_conf"]
 
 
-class EnvValueError(ValueError):
-    """A CUDA environment variable cannot be translated; the message says why and what to do."""
-
-
-def translate_visible_devices(value: str) -> tuple[str, str | None]:
-    """``"3,1"`` -> ``("1,3", note)``. Raises :class:`EnvValueError` for values torch_npu cannot take."""
-    text = value.strip()
-    if text == "":
-        return "", None
-    items = [p.strip() for p in text.split(",")]
-    if any(not p.isdigit() or not p.isascii() for p in items):
-        raise EnvValueError(
-            f"CUDA_VISIBLE_DEVICES={value!r} cannot be used for ASCEND_RT_VISIBLE_DEVICES: torch_npu needs "
-            "comma-separated device numbers (no GPU UUIDs, MIG ids or negative values). "
-            "Set ASCEND_RT_VISIBLE_DEVICES yourself, e.g. ASCEND_RT_VISIBLE_DEVICES=0,1."
-        )
-    ids = [int(p) for p in items]
-    if len(set(ids)) != len(ids):
-        raise EnvValueError(
-            f"CUDA_VISIBLE_DEVICES={value!r} lists a device twice; torch_npu rejects duplicates. "
-            "Set ASCEND_RT_VISIBLE_DEVICES to distinct ascending device numbers."
-        )
-    ordered = sorted(ids)
-    note = None
-    if ordered != ids:
-        note = (f"CUDA_VISIBLE_DEVICES={value!r} is not ascending; torch_npu requires ascending ids, so "
-                f"ASCEND_RT_VISIBLE_DEVICES={','.join(map(str, ordered))} is used (logical device order changes)")
-    return ",".join(map(str, ordered)), note
+def translate_visible_devices(value: str) -> visible_devices.Translation:
+    """``CUDA_VISIBLE_DEVICES`` -> ``(ASCEND_RT_VISIBLE_DEVICES value, note or None)``, showing the NPUs CUDA
+    would show (:func:`ascend_compat.knowledge.visible_devices.to_ascend`: ``"3,1"`` -> ``"1,3"``, ``"-1"``
+    -> ``""``)."""
+    return visible_devices.to_ascend(value)
 
 
 def translate_alloc_conf(value: str) -> tuple[str, list[str]]:
@@ -98,7 +77,7 @@ class EnvTranslation(Change):
                         continue
                 elif conv == "bytes_to_mb":
                     value = _bytes_to_mb(value)
-            except (EnvValueError, ValueError) as exc:
+            except ValueError as exc:
                 self._note(str(exc))
                 continue
             env[npu_name] = value

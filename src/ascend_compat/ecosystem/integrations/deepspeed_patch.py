@@ -12,9 +12,12 @@ reads ``os.environ["ASCEND_HOME_PATH"]`` when the variable is unset (``or`` wher
 meant): every NPU op builder - including the shared-memory communication builder DeepSpeed
 creates inside ``init_distributed`` - raises ``KeyError: 'ASCEND_HOME_PATH'`` on a machine where
 CANN's ``set_env.sh`` was not sourced, and always on the simulator. The replacement returns the
-path only when the variable is set and the directory exists, else None; DeepSpeed then reports
-"ascend_cann is missing, npu ops cannot be compiled!" and continues with its Python paths, which is
-what it does for a missing CANN install anyway. ``ascend-compat doctor`` reports the missing CANN.
+path only when the variable is set and the directory exists, else None, and DeepSpeed continues
+with its Python paths, which is what it does for a missing CANN install anyway. Without CANN,
+``NPUOpBuilder.installed_cann_version`` raised and each builder printed "<op> ascend_cann is missing,
+npu ops cannot be compiled!" (21 lines per rank): now it returns None (the builder then compiles
+without CANN, as before) and says it once per process with the fix on real torch_npu, and nothing on
+the simulated NPU, where CANN is not simulated by design. ``ascend-compat doctor`` reports the missing CANN.
 
 It also makes the npu accelerator answer ``is_fp64_supported() -> False`` (it inherits True): ZeRO
 stage 1/2 then accumulates gradient norms in float32, as DeepSpeed does for MPS, instead of float64,
@@ -50,6 +53,32 @@ def _cann_path(original):
     return make_wrapper(original, method)
 
 
+_SAID: list = []
+
+
+def _cann_version(original):
+    """``installed_cann_version``: None without a CANN install (once per process a line saying what to do,
+    except on the simulated NPU), instead of an AssertionError each builder turns into a print."""
+    from ascend_compat.cuda_shim.registry import make_wrapper
+
+    def method(self, name=""):
+        if installed_cann_path(self) is not None:
+            return original(self, name)
+        if not _SAID:
+            _SAID.append(True)
+            from ascend_compat import backend
+
+            if not backend.simulator_installed():
+                import sys
+
+                print("ascend-compat: DeepSpeed cannot compile its NPU ops: no CANN install (ASCEND_HOME_PATH is "
+                      "unset or missing); source CANN's set_env.sh (`ascend-compat doctor` checks it). Its Python "
+                      "code paths run meanwhile.", file=sys.stderr)
+        return None
+
+    return make_wrapper(original, method)
+
+
 def _no_fp64(self) -> bool:
     return False
 
@@ -62,6 +91,10 @@ def patches() -> list:
         _PATCHES.append(Patch(
             "deepspeed.ops.op_builder.npu.builder:NPUOpBuilder.installed_cann_path", _cann_path,
             "DeepSpeed reads os.environ['ASCEND_HOME_PATH'] when it is unset (KeyError in init_distributed)",
+            _APPLIES_TO, wrap=True, optional=True, defer=True, rebind=False, concept="ecosystem"))
+        _PATCHES.append(Patch(
+            "deepspeed.ops.op_builder.npu.builder:NPUOpBuilder.installed_cann_version", _cann_version,
+            "without CANN every NPU op builder printed 'ascend_cann is missing' (21 lines per rank)",
             _APPLIES_TO, wrap=True, optional=True, defer=True, rebind=False, concept="ecosystem"))
         _PATCHES.append(Patch(
             "deepspeed.accelerator.npu_accelerator:NPU_Accelerator.is_fp64_supported", _no_fp64,

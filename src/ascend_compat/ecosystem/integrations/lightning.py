@@ -13,7 +13,9 @@ Lightning (tested: 2.6) has no Ascend accelerator (Lightning-AI/pytorch-lightnin
   backend found!"); ``accelerator="cuda"`` likewise, so a script written for CUDA trains on the NPU;
 * one NPU device gets ``SingleDeviceStrategy(npu:i)`` (Lightning puts unknown accelerators on CPU);
 * ``precision="16-mixed"/"bf16-mixed"`` autocasts on ``npu`` (Lightning would autocast ``cuda``,
-  which does nothing to npu tensors).
+  which does nothing to npu tensors);
+* the Trainer's device summary names the NPU (``NPU available: True (Ascend910B3), used: True``)
+  where Lightning would print ``GPU available: False, used: False`` while training on ``npu:0``.
 
 DDP needs nothing more: Lightning takes the process-group backend from
 ``torch.distributed.Backend.default_device_backend_map``, where torch_npu (and the simulator)
@@ -243,6 +245,32 @@ def _precision(original):
     return make_wrapper(original, _check_and_init_precision)
 
 
+def _device_info(original):
+    """Lightning's ``_log_device_info`` with the NPU in place of the GPU line (and of the "available but
+    not used" hint); Lightning's own function when no NPU is available or its helpers are not found."""
+    from ascend_compat.cuda_shim.registry import make_wrapper
+
+    def _log_device_info(trainer) -> None:
+        g = original.__globals__
+        helpers = [g.get(n) for n in ("rank_zero_info", "rank_zero_warn", "XLAAccelerator", "PossibleUserWarning")]
+        if not npu_available() or any(h is None for h in helpers):
+            return original(trainer)
+        info, warn, xla, possible = helpers
+        import torch
+
+        used = isinstance(getattr(trainer, "accelerator", None), _NPUMethods)
+        info(f"NPU available: True ({torch.npu.get_device_name()}), used: {used}")
+        tpu_cores = trainer.num_devices if isinstance(trainer.accelerator, xla) else 0
+        info(f"TPU available: {xla.is_available()}, using: {tpu_cores} TPU cores")
+        if not used:
+            warn("NPU available but not used. You can set it by doing `Trainer(accelerator='npu')`.",
+                 category=possible)
+        if xla.is_available() and not isinstance(trainer.accelerator, xla):
+            warn("TPU available but not used. You can set it by doing `Trainer(accelerator='tpu')`.")
+
+    return make_wrapper(original, _log_device_info)
+
+
 def patches() -> list:
     """The declared changes for every Lightning flavour (same objects every call)."""
     from ascend_compat.cuda_shim.registry import Patch
@@ -263,6 +291,8 @@ def patches() -> list:
                          spec, optional=True, defer=True, rebind=False, concept="ecosystem"),
             p(f"{fabric}.utilities.device_parser:_select_auto_accelerator", _select_auto,
               "accelerator='auto' would choose the CPU on an NPU machine"),
+            p(f"{trainer}.trainer.setup:_log_device_info", _device_info,
+              "the Trainer's summary says 'GPU available: False' while it trains on the NPU"),
         ])
         for connector in (f"{trainer}.{_CONNECTOR}", f"{fabric}.{_FABRIC_CONNECTOR}"):
             _PATCHES.extend([

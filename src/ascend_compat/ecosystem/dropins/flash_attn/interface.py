@@ -29,6 +29,14 @@ the fused NPU kernel:
 Deliberate differences: float32 inputs are accepted (flash-attn rejects them; the NPU kernel
 supports them). Rows with nothing to attend to give zero output, as flash-attn documents.
 
+The low-level ``_flash_attn_forward`` / ``_flash_attn_backward`` (and their ``_wrapped_`` names, which
+diffusers' flash backend and ring-attention code import) take flash-attn's positional arguments:
+forward returns ``(out, softmax_lse (B, H, Sq), S_dmask (empty), rng_state (2,) int64)``; backward
+writes the gradients into ``dq``/``dk``/``dv`` (recomputing the forward through the fused op's
+autograd) and returns ``softmax_d = rowsum(dout * out)`` as ``(B, H, Sq)`` float32 (CUDA pads the last
+dimension to a multiple of 128; ROCm does not). A backward with ``dropout_p > 0`` is refused: the NPU
+kernel's dropout pattern cannot be replayed from ``rng_state``.
+
 Not supported, raising ``NotImplementedError`` that names the feature and the alternative:
 ``softcap != 0``, paged KV (``block_table``), ``cache_leftpad`` together with new k/v. Gradients flow through the fused op's autograd
 (``flash_attn_with_kvcache`` has no backward in flash-attn either).
@@ -41,6 +49,10 @@ from typing import Any, Optional
 import torch
 
 __all__ = [
+    "_flash_attn_forward",
+    "_flash_attn_backward",
+    "_wrapped_flash_attn_forward",
+    "_wrapped_flash_attn_backward",
     "flash_attn_func",
     "flash_attn_kvpacked_func",
     "flash_attn_qkvpacked_func",
@@ -249,6 +261,37 @@ def _varlen_per_sequence(q, k, v, cq, ck, dropout_p, softmax_scale, causal, wind
 
 def _result(out, lse, q, return_attn_probs):
     return (out, lse, _empty_probs(q)) if return_attn_probs else out
+
+
+# ----------------------------------------------------------------------------- low-level API
+def _flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, window_size_left, window_size_right, softcap,
+                        alibi_slopes, return_softmax):
+    """flash-attn's low-level forward: ``(out, softmax_lse (B, H, Sq) float32, S_dmask (empty), rng_state)``."""
+    out, lse = _dense(q, k, v, dropout_p, softmax_scale, causal, (window_size_left, window_size_right), softcap,
+                      alibi_slopes, True)
+    return out, lse, _empty_probs(q), torch.zeros(2, dtype=torch.int64, device=q.device)
+
+
+def _flash_attn_backward(dout, q, k, v, out, softmax_lse, dq, dk, dv, dropout_p, softmax_scale, causal,
+                         window_size_left, window_size_right, softcap, alibi_slopes, deterministic, rng_state=None):
+    """flash-attn's low-level backward: the gradients of q, k, v written into ``dq``, ``dk``, ``dv`` (those
+    given), and ``softmax_d = rowsum(dout * out)`` returned as ``(B, H, Sq)`` float32."""
+    if dropout_p:
+        raise _unsupported("_flash_attn_backward with dropout (the NPU kernel's dropout pattern cannot be "
+                           "replayed from rng_state)")
+    with torch.enable_grad():
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        recomputed, _ = _dense(*leaves, 0.0, softmax_scale, causal, (window_size_left, window_size_right), softcap,
+                               alibi_slopes, False)
+        grads = torch.autograd.grad(recomputed, leaves, dout)
+    for dest, grad in zip((dq, dk, dv), grads):
+        if dest is not None:
+            dest.copy_(grad)
+    return (dout.float() * out.float()).sum(-1).transpose(1, 2).contiguous()
+
+
+_wrapped_flash_attn_forward = _flash_attn_forward
+_wrapped_flash_attn_backward = _flash_attn_backward
 
 
 # ----------------------------------------------------------------------------- public API

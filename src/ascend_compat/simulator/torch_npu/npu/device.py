@@ -3,7 +3,8 @@
 Behaviour follows torch_npu 2.x (``torch_npu/npu/__init__.py`` and ``npu/utils.py``):
 - ``ASCEND_RT_VISIBLE_DEVICES`` is read up to the first character that is not a digit or comma; the
   ids must be strictly ascending (otherwise no device is visible) and ids at or beyond the node's
-  physical count end the list (:func:`visible_device_count`).
+  physical count end the list (:mod:`ascend_compat.knowledge.visible_devices`, which doctor and the
+  shim read too).
 - after a fork of an initialised process, NPU calls in the child raise torch_npu's
   "Cannot re-initialize NPU in forked subprocess" error.
 The node's device count and the current device live in the simulator core (``simulator._state``);
@@ -18,48 +19,17 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
+from ascend_compat.knowledge import visible_devices
+
 from ._errors import pta_error
 from .soc_specs import SocSpec, soc_spec
 
 # ---------------------------------------------------------------------------- pure helpers
 
 
-def parse_visible_devices(env_value: Optional[str]) -> Optional[List[int]]:
-    """Device ids listed by an ``ASCEND_RT_VISIBLE_DEVICES`` value, parsed as torch_npu parses it.
-
-    ``None`` (variable unset) returns None (= every device). Parsing stops at the first character
-    that is neither a digit nor a comma; an empty element ends the list.
-    """
-    if env_value is None:
-        return None
-    ids: List[int] = []
-    end = 0
-    while end < len(env_value) and (env_value[end].isdigit() or env_value[end] == ","):
-        end += 1
-    if end == 0:
-        return ids
-    for elem in env_value[:end].split(","):
-        if not elem:
-            break
-        ids.append(int(elem))
-    return ids
-
-
-def visible_device_count(env_value: Optional[str], physical: int) -> int:
-    """How many devices a process sees on a node with ``physical`` NPUs, given ``ASCEND_RT_VISIBLE_DEVICES``.
-
-    Unset: ``physical``. Otherwise the parsed id list must be strictly ascending (else 0, so
-    ``is_available()`` is False) and is cut at the first id ``>= physical``.
-    """
-    ids = parse_visible_devices(env_value)
-    if ids is None:
-        return physical
-    for pos, dev in enumerate(ids):
-        if pos > 0 and dev <= ids[pos - 1]:
-            return 0
-        if dev >= physical:
-            return pos
-    return len(ids)
+#: ASCEND_RT_VISIBLE_DEVICES read as torch_npu reads it: the knowledge layer's one parser
+parse_visible_devices = visible_devices.ascend_ids
+visible_device_count = visible_devices.ascend_count
 
 
 def parse_capability(env_value: Optional[str]) -> Optional[Tuple[int, int]]:
