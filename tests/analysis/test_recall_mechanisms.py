@@ -166,3 +166,49 @@ def test_extension_load_of_a_variable_holding_cuda_sources(tmp_path):
         cpu_only = load(name="cpu", sources=["a.cpp"])
         """)
     assert _lines(fs, "cuda-extension") == {5}
+
+
+def test_a_name_an_except_handler_rebinds_stays_bound_to_its_cuda_import(tmp_path):
+    src = """\
+        try:
+            import xformers.ops as xops
+        except ImportError:
+            {xops}
+        try:
+            from apex import amp
+        except ImportError:
+            {amp}
+        try:
+            import pynvml
+        except ImportError:
+            {nvml}
+        def attention(q, k, v):
+            if xops is not None:
+                return xops.memory_efficient_attention(q, k, v)
+        def step(loss, opt):
+            with amp.scale_loss(loss, opt) as scaled:
+                scaled.backward()
+        def probe():
+            if pynvml is not None:
+                pynvml.nvmlInit()
+        """
+    rebound = _scan(tmp_path, src.format(xops="xops = None", amp="amp = None", nvml="pynvml = None"))
+    passed = _scan(tmp_path, src.format(xops="pass", amp="pass", nvml="pass"), "y.py")
+    assert _lines(rebound, "cuda-library") == _lines(passed, "cuda-library") == {2, 6, 10, 15, 17, 21}
+    # the optional pynvml is used only where it imported: partial, and the file is not blocked by it
+    nvml = [f for f in rebound if f.line == 21]
+    assert nvml[0].handling == "partial"
+    assert rate_findings(rebound).level == "moderate"
+
+
+def test_a_name_an_else_branch_rebinds_stays_bound(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        if os.environ.get("USE_TC"):
+            import torch.cuda as tc
+        else:
+            tc = None
+        def sync():
+            tc.synchronize()
+        """)
+    assert 7 in _lines(fs, "torch-cuda-api")

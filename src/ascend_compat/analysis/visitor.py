@@ -25,6 +25,7 @@ from ascend_compat.analysis.rules import nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
 from ascend_compat.analysis.rules.base import const_str as _const_str
 from ascend_compat.knowledge import backends, devices
+from ascend_compat.knowledge.records import MANUAL, PARTIAL
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
@@ -153,12 +154,19 @@ class PyAnalyzer:
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
             ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
-            ast.AugAssign: self._augassign,
+            ast.AugAssign: self._augassign, ast.If: self._if,
         }
+        if hasattr(ast, "TryStar"):
+            self._dispatch[ast.TryStar] = self._try
         #: per-rule data a rule keeps while the file is visited (keyed by rule id)
         self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self.guarded = 0
+        #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
+        #: so it does not erase a CUDA alias another branch gave the name (``except ImportError: xops = None``)
+        self.alternative = 0
+        #: (scope index, name) of names bound by an optional (guarded) import
+        self.optional: Set[Tuple[int, str]] = set()
         #: argparse destinations declared ``type=int`` (``args.gpu``)
         self.int_attrs: Set[str] = set()
         #: names bound to NumPy arrays created with NumPy's default float64 dtype
@@ -242,7 +250,12 @@ class PyAnalyzer:
         return None
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
-        self.scopes[-1].aliases[name] = qual
+        aliases = self.scopes[-1].aliases
+        if qual is None and self.alternative and aliases.get(name) is not None:
+            return  # a name is CUDA-bound if any branch binds it to CUDA code
+        aliases[name] = qual
+        if self.guarded and qual is not None:
+            self.optional.add((self.scopes[-1].idx, name))
         if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):
             self.dynamic_names.add(name)
 
@@ -361,10 +374,38 @@ class PyAnalyzer:
             self._visit_all(node.body)
         finally:
             self.guarded -= guarded
-        for h in node.handlers:
-            self.visit(h)
+        self.alternative += 1
+        try:
+            for h in node.handlers:
+                self.visit(h)
+        finally:
+            self.alternative -= 1
         self._visit_all(node.orelse)
         self._visit_all(node.finalbody)
+
+    def _if(self, node: ast.If) -> None:
+        test = node.test.operand if type(node.test) is ast.UnaryOp and type(node.test.op) is ast.Not else node.test
+        if not (type(test) is ast.Name and self.is_optional(test)):
+            self.visit(node.test)  # (``if amp:`` only tests whether an optional import worked: no use of it)
+        self.alternative += 1
+        try:
+            self._visit_all(node.body)
+            self._visit_all(node.orelse)
+        finally:
+            self.alternative -= 1
+
+    def is_optional(self, node) -> bool:
+        """Whether the name a Name/Attribute chain starts from was bound by an optional (guarded) import."""
+        while type(node) is ast.Attribute:
+            node = node.value
+        if type(node) is not ast.Name:
+            return False
+        for scope in reversed(self.scopes):
+            if scope.kind == "class" and scope is not self.scopes[-1]:
+                continue
+            if node.id in scope.aliases:
+                return (scope.idx, node.id) in self.optional
+        return False
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
         ps = list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs)
@@ -638,6 +679,10 @@ class PyAnalyzer:
         operands = [node.left] + list(node.comparators)
         for hook in self._hooks["on_compare"]:
             hook(self, node, operands)
+        if len(operands) == 2 and type(node.ops[0]) in (ast.Is, ast.IsNot) \
+                and any(type(o) is ast.Constant and o.value is None for o in operands) \
+                and any(type(o) is ast.Name and self.is_optional(o) for o in operands):
+            return  # ``xops is not None``: whether an optional import worked, no use of it
         for o in operands:
             s = _const_str(o)
             if s is not None:
@@ -676,7 +721,7 @@ class PyAnalyzer:
         if q is not None:
             c = self.classify(q)
             if c is not None:
-                rule, handling, msg, sugg = c
+                rule, handling, msg, sugg = self._optional_use(node, c)
                 self.report(node, rule, msg, sugg, handling)
                 return
         for hook in self._hooks["on_attribute"]:
@@ -689,8 +734,16 @@ class PyAnalyzer:
         if q is not None and q != node.id:
             c = self.classify(q)
             if c is not None:
-                rule, handling, msg, sugg = c
+                rule, handling, msg, sugg = self._optional_use(node, c)
                 self.report(node, rule, f"{msg} (imported as {node.id})", sugg, handling)
+
+    def _optional_use(self, node, c):
+        """A use of a library name bound by an optional import runs only where the library is there:
+        a use the library's verdict calls manual is partial (the code's other branch is the Ascend path)."""
+        rule, handling, msg, sugg = c
+        if handling == MANUAL and rule == "cuda-library" and self.is_optional(node):
+            return rule, PARTIAL, msg + "; optional (bound by an import guarded by except ImportError)", sugg
+        return c
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
