@@ -212,3 +212,77 @@ def test_a_name_an_else_branch_rebinds_stays_bound(tmp_path):
             tc.synchronize()
         """)
     assert 7 in _lines(fs, "torch-cuda-api")
+
+
+def test_every_name_of_a_multi_line_import_at_its_own_line(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.utils.cpp_extension import (
+            BuildExtension,
+            CUDAExtension,
+            CUDA_HOME,
+        )
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 4}
+
+
+def test_nvcc_options_architectures_and_the_nvcc_program(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os, subprocess
+        def cc_flags(major):
+            flags = ["-O3", "-std=c++17"]
+            flags += ["-gencode", "arch=compute_80,code=sm_80"]
+            flags.append(f"arch=compute_{major}0,code=sm_{major}0")
+            flags += ["-U__CUDA_NO_HALF_OPERATORS__", "--expt-relaxed-constexpr", "-maxrregcount=64"]
+            return flags
+        nvcc = os.path.join(os.environ.get("TOOLKIT", "/opt"), "bin/nvcc")
+        os.system("nvcc --version")
+        msg = "compile with -O3 and -Wall"
+        """)
+    assert _lines(fs, "cuda-extension") == {4, 5, 6, 8, 9}
+
+
+def test_a_build_call_is_one_finding_and_any_call_passing_nvcc_flags_is_one(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.utils.cpp_extension import load
+        from .ops import get_plugin
+        ext = load(name="k", sources=[f for f in SRCS],
+                   extra_cuda_cflags=["--use_fast_math", "-lineinfo"])
+        plugin = get_plugin("bias_act", sources=SRCS,
+                            extra_cuda_cflags=["--use_fast_math"])
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 5}
+
+
+def test_toolkit_version_and_capability_gates_follow_the_value(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+        import torch
+        from packaging.version import Version
+        def bare_metal_version(home):
+            raw = subprocess.check_output([home + "/bin/nvcc", "-V"], universal_newlines=True)
+            out = raw.split()
+            return Version(out[out.index("release") + 1].split(",")[0])
+        _, ver = None, bare_metal_version("/usr/local")
+        if ver >= Version("11.8"):
+            pass
+        major, minor = torch.cuda.get_device_capability()
+        use_flash = major >= 8
+        if torch.version.cuda is None:
+            pass
+        count = 3
+        if count >= 2:
+            pass
+        """)
+    assert _lines(fs, "cuda-version-gate") == {9, 13}
+    assert _lines(fs, "device-capability") == {11, 12}
+
+
+def test_device_mesh_type_and_members_of_recorded_names(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed import ProcessGroupNCCL
+        mesh = init_device_mesh("cuda", (2, 4))
+        opts = ProcessGroupNCCL.Options()
+        """)
+    assert _lines(fs, "device-string") == {3}
+    assert 4 in _lines(fs, "nccl-backend")

@@ -154,7 +154,7 @@ class PyAnalyzer:
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
             ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
-            ast.AugAssign: self._augassign, ast.If: self._if,
+            ast.AugAssign: self._augassign, ast.If: self._if, ast.JoinedStr: self._joined, ast.Expr: self._expr,
         }
         if hasattr(ast, "TryStar"):
             self._dispatch[ast.TryStar] = self._try
@@ -216,6 +216,18 @@ class PyAnalyzer:
                         self.visit(x)
             elif isinstance(v, ast.AST):
                 self.visit(v)
+
+    def _expr(self, node: ast.Expr) -> None:
+        if type(node.value) not in (ast.Constant, ast.JoinedStr):  # a bare string (a docstring) does nothing
+            self.visit(node.value)
+
+    def _joined(self, node: ast.JoinedStr) -> None:
+        values = node.values
+        if values and type(values[0]) is ast.Constant and type(values[0].value) is str:
+            for hook in self._hooks["on_joined"]:
+                hook(self, node, values[0].value)
+        for x in values:
+            self.visit(x)
 
     def _constant(self, node: ast.Constant) -> None:
         if type(node.value) is str:
@@ -341,7 +353,7 @@ class PyAnalyzer:
     def _import(self, node: ast.Import) -> None:
         for a in node.names:
             if not self._on_import(node, a.name) and a.asname:
-                self._import_line(node, a.name)
+                self._import_line(a if getattr(a, "lineno", None) else node, a.name)
             if a.asname:
                 self._bind(a.asname, a.name)
             else:
@@ -363,8 +375,8 @@ class PyAnalyzer:
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
                 reported = self._on_import(node, q)
-            if not reported:
-                self._import_line(node, q)
+            if not reported:  # each name at its own line (a multi-line import names one per line)
+                self._import_line(a if getattr(a, "lineno", None) else node, q)
             self._bind(a.asname or a.name, q)
 
     def _try(self, node: ast.Try) -> None:
@@ -570,6 +582,8 @@ class PyAnalyzer:
             return
         self.visit(node.value)
         fname = self._function_names[-1] if self._function_names else ""
+        for hook in self._hooks["on_return"]:
+            hook(self, node, fname)
         if fname and _is_device_name(fname):
             self._report_devices(self._device_nodes(node.value))
 
@@ -726,8 +740,7 @@ class PyAnalyzer:
                 return
         for hook in self._hooks["on_attribute"]:
             hook(self, node, q)
-        if q is None:
-            self.visit(node.value)
+        self.visit(node.value)  # unclassified: its base may be (``ProcessGroupNCCL.Options``)
 
     def _name(self, node: ast.Name) -> None:
         q = self._lookup(node.id)

@@ -12,11 +12,13 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
 * detection hooks, all optional (``v`` is the file's :class:`~ascend_compat.analysis.visitor.PyAnalyzer`):
   ``qualname(q, version) -> (rule, handling, message, suggestion) | None`` for resolved names
   (``torch.backends.cudnn.benchmark``), ``on_call(v, node, q, attr)``, ``on_attribute(v, node, q)``,
+  ``on_joined(v, node, head)`` (an f-string whose first part is the literal ``head``),
   ``on_string(v, node, s, role)`` (role: ``"value"``, ``"key"`` of a subscript or dict,
   ``"compare"`` operand, ``"env"`` argument of an environment getter; ``STRING_ROLES`` limits the roles
   it is called for), ``on_compare(v, node,
   operands)``, ``on_import(v, node, module, names) -> bool`` (True = the import line is reported),
-  ``on_assign(v, node, targets, value, augmented)`` (``=``, ``:=``-free assignments and ``+=``);
+  ``on_assign(v, node, targets, value, augmented)`` (``=``, ``:=``-free assignments and ``+=``),
+  ``on_return(v, node, function_name)`` (a ``return`` with a value, after the value is visited);
 * for files that are not Python: ``FILE_KINDS`` (``"cuda-source"``, ``"cmake"``, ``"cpp"``) and
   ``on_file(path, kind, text) -> list of Finding``;
 * the verdict, read from the knowledge layer (:mod:`ascend_compat.knowledge`) where it has one;

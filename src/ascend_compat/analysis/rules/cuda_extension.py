@@ -1,4 +1,13 @@
-"""Rule ``cuda-extension``: custom CUDA extension."""
+"""Rule ``cuda-extension``: custom CUDA extension, and the pieces of a CUDA build wherever a script keeps them.
+
+Reported: ``CUDAExtension`` and ``CUDA_HOME`` (each name of an import, each use), ``cpp_extension.load`` /
+``load_inline`` with any CUDA evidence (a ``.cu`` source, ``cuda_sources``, ``extra_cuda_cflags``, ``with_cuda``),
+any call handing a build ``extra_cuda_cflags`` / ``cuda_sources``, the ``"nvcc"`` key of compile arguments (a dict
+key, a subscript, a membership test), nvcc-only options and GPU architecture strings (``-gencode``,
+``arch=compute_80,code=sm_80``, ``--use_fast_math``, ``-U__CUDA_NO_HALF_OPERATORS__``: the table is
+:data:`ascend_compat.knowledge.extensions.NVCC_OPTIONS`), and the nvcc program itself (``".../bin/nvcc"``,
+``os.system("nvcc -V")``). CMake files and C++ sources are read line by line (:func:`on_file`).
+"""
 from __future__ import annotations
 
 import ast
@@ -13,7 +22,11 @@ RULE = Rule('cuda-extension', 'extension', MANUAL, 'custom CUDA extension',
             'CUDA C++ extensions cannot be built or loaded on Ascend.',
             'port the kernel to an AscendC custom op, or use an existing torch_npu op (torch_npu.npu_*); '
             'build C++ parts with torch_npu.utils.cpp_extension.NpuExtension.', order=26)
-TRIGGERS = ("cuda", "nvcc")
+TRIGGERS = ("cuda", "nvcc", "compute_") + tuple(o.lstrip("-").lower() for o in extensions.NVCC_OPTIONS)
+TRIGGER_PATTERNS = (re.compile(r"\b(?:sm|lto)_\d"),)
+#: keyword arguments that hand a build CUDA sources or nvcc flags (torch.utils.cpp_extension's names)
+CUDA_BUILD_KWARGS = frozenset({"extra_cuda_cflags", "cuda_sources"})
+_ARCH_HEAD = re.compile(r"(?:-+(?:arch|gencode|gpu-architecture)[= ]?)?(?:arch=)?(?:compute|sm)_\Z")
 EXTENSION = {"torch.utils.cpp_extension.CUDA_HOME": "ASCEND_HOME_PATH (CANN toolkit)",
              "torch.utils.cpp_extension.include_paths_cuda": None}
 
@@ -29,21 +42,63 @@ def qualname(q: str, version):
     return None
 
 
-STRING_ROLES = ("key",)
+STRING_ROLES = ("key", "compare", "value")
 
 
 def on_string(v, node, s: str, role: str) -> None:
-    """The ``"nvcc"`` key of extra_compile_args (a dict key or a subscript)."""
-    if role == "key" and s == "nvcc":
-        v.report(node, RULE.id, "nvcc compile flags: " + RULE.explanation, RULE.suggestion)
+    """The ``"nvcc"`` key of extra_compile_args (a dict key, a subscript, ``"nvcc" in args``); a value that is
+    an nvcc-only option, a GPU architecture or the nvcc program."""
+    if role in ("key", "compare"):
+        if s == "nvcc":
+            v.report(node, RULE.id, "nvcc compile flags: " + RULE.explanation, RULE.suggestion)
+        return
+    opt = extensions.nvcc_option(s)
+    if opt is not None and not _inside_build(v, node):
+        v.report(node, RULE.id, f"nvcc option {opt}: a flag of a CUDA build. {RULE.explanation}", RULE.suggestion)
+    elif " " not in s.strip() and extensions.runs_nvcc(s):
+        v.report(node, RULE.id, f'"{s}" is the CUDA compiler (nvcc), which Ascend hosts do not have: '
+                 + RULE.explanation, RULE.suggestion)
+
+
+def on_joined(v, node, head: str) -> None:
+    """An f-string that starts with an nvcc option or an architecture (``f"arch=compute_{cc},code=sm_{cc}"``)."""
+    opt = extensions.nvcc_option(head) or (head if _ARCH_HEAD.match(head) else None)
+    if opt is not None and not _inside_build(v, node):
+        v.report(node, RULE.id, f"nvcc option {opt}...: a flag of a CUDA build. {RULE.explanation}", RULE.suggestion)
+
+
+def _inside_build(v, node) -> bool:
+    """Whether ``node`` lies in the arguments of a build call already reported (one finding per build call)."""
+    pos = (node.lineno, node.col_offset)
+    return any(a <= pos <= b for a, b in v.state.get(RULE.id + ":builds", ()))
+
+
+def _reported_build(v, node) -> None:
+    v.state.setdefault(RULE.id + ":builds", []).append(
+        ((node.lineno, node.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)))
 
 
 def on_call(v, node, q, attr) -> None:
-    """``cpp_extension.load(...)`` / ``load_inline(...)`` with CUDA sources."""
+    """``cpp_extension.load(...)`` / ``load_inline(...)`` with any CUDA evidence; any other call handing a build
+    CUDA sources or nvcc flags; ``os.system("nvcc ...")`` / ``subprocess.run(["nvcc", ...])``."""
+    if q and (q.startswith("subprocess.") or q in ("os.system", "os.popen")) and node.args:
+        first = node.args[0]
+        for el in (first.elts if type(first) in (ast.List, ast.Tuple) else [first])[:1]:
+            s = const_str(el)
+            if s is not None and " " in s.strip() and extensions.runs_nvcc(s):
+                v.report(el, RULE.id, "runs nvcc, the CUDA compiler, which Ascend hosts do not have: "
+                         + RULE.explanation, RULE.suggestion)
+    if q and q.endswith("cpp_extension.CUDAExtension"):
+        _reported_build(v, node)  # reported by its name (qualname)
     if not q or not (q.endswith("cpp_extension.load") or q.endswith("cpp_extension.load_inline")):
+        kw = next((k for k in node.keywords if k.arg in CUDA_BUILD_KWARGS), None)
+        if kw is not None:
+            _reported_build(v, node)
+            v.report(node, RULE.id, f"{kw.arg}= hands a build CUDA code or nvcc flags: {RULE.explanation}",
+                     RULE.suggestion)
         return
     kws = node.keywords
-    cu = any(k.arg == "cuda_sources" for k in kws)
+    cu = any(k.arg in CUDA_BUILD_KWARGS for k in kws)
     for s in [k.value for k in kws if k.arg == "sources"] + list(node.args[1:2]):
         for el in (s.elts if type(s) in (ast.List, ast.Tuple) else [s]):
             val = const_str(el)
@@ -53,6 +108,7 @@ def on_call(v, node, q, attr) -> None:
                 cu = True  # a variable the cuda-source rule saw filled with CUDA sources
     if cu or any(k.arg == "with_cuda" and getattr(k.value, "value", None) is True for k in kws):
         rec = extensions.BY_QUALNAME["torch.utils.cpp_extension." + q.rsplit(".", 1)[-1]]
+        _reported_build(v, node)
         v.report(node, rec.rule, f"{q.rsplit('.', 1)[-1]}() builds CUDA sources: {rec.reason}", rec.advice,
                  handling=rec.verdict)
 

@@ -15,8 +15,7 @@ TRIGGERS = ("nccl",)
 #: a string naming the NCCL backend ("nccl", "cuda:nccl", "cpu:gloo,cuda:nccl")
 BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
 #: calls whose first positional argument is a backend
-BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
-                           "init_device_mesh"})
+BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 
 
 def qualname(q: str, version):

@@ -16,7 +16,8 @@ from ascend_compat.analysis.rules.base import Classified, Rule
 #: modules of the package that are not rules (the registry itself and helpers the rules share)
 SUPPORT_MODULES = frozenset({"base", "registry", "catalog", "cuda_api"})
 STRING_ROLES = ("value", "key", "compare", "env")
-_HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_compare", "on_import", "on_assign")
+_HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_joined", "on_compare", "on_import", "on_assign",
+          "on_return")
 
 
 class Registry:
