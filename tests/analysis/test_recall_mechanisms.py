@@ -286,3 +286,49 @@ def test_device_mesh_type_and_members_of_recorded_names(tmp_path):
         """)
     assert _lines(fs, "device-string") == {3}
     assert 4 in _lines(fs, "nccl-backend")
+
+
+def test_triton_runtime_api_and_launches_outside_the_kernel_body(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+        import triton
+        import triton.language as tl
+        from triton.runtime import driver
+
+        @triton.jit
+        def _add(x_ptr, n, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            offs = pid * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+        def add(x):
+            grid = (triton.cdiv(x.numel(), 1024),)
+            _add[grid](x, x.numel(), BLOCK=1024)
+            return x
+
+        def sm_count():
+            return driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+
+        table = {}
+        table["k"][0](1)
+        """)
+    assert _lines(fs, "triton-kernel") == {6, 13, 14, 18}
+    assert not _lines(fs) & set(range(8, 11))  # the kernel body is the kernel, reported at its decorator
+
+
+def test_nvidia_tools_in_command_lines_not_in_messages(tmp_path):
+    fs = _scan(tmp_path, """\
+        import logging, os, shutil, subprocess
+        def mps_running():
+            return subprocess.run("ps -ef | grep '[n]vidia-cuda-mps-control'", shell=True).returncode == 0
+        def stop_mps():
+            subprocess.run("echo quit | nvidia-cuda-mps-control", shell=True)
+        def query(i):
+            if not shutil.which("nvidia-smi"):
+                logging.warning("nvidia-smi not found in PATH.")
+            cmd = ["nvidia-smi", "-i", str(i), "--query-gpu=compute_mode"]
+            return subprocess.run(cmd)
+        os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "50"
+        """)
+    assert _lines(fs, "nvidia-smi") == {3, 5, 7, 9}
+    assert _lines(fs, "cuda-env-other") == {11}

@@ -172,6 +172,8 @@ class PyAnalyzer:
         #: names bound to NumPy arrays created with NumPy's default float64 dtype
         self.f64_arrays: Set[str] = set()
         self._function_names: List[str] = []
+        #: names of the functions being visited, innermost last ("" for a class body)
+        self.function_stack = self._function_names
 
     # ------------------------------------------------------------------ plumbing
     def feed(self, tree: ast.AST) -> None:
@@ -428,6 +430,8 @@ class PyAnalyzer:
 
     def _function(self, node) -> None:
         self._visit_all(node.decorator_list)
+        for hook in self._hooks["on_def"]:
+            hook(self, node)
         a = node.args
         positional = list(getattr(a, "posonlyargs", [])) + list(a.args)
         defaults = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))

@@ -63,6 +63,8 @@ RECORDS: tuple[EnvVar, ...] = (
            "NPU ids are always in PCI bus order; the variable is ignored"),
     EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "cuda-env-other", PARTIAL, None,
            "Megatron's overlap setting has no NPU equivalent (MindSpeed handles it)"),
+    EnvVar("CUDA_MPS_*", "cuda-env-other", PARTIAL, None,
+           "NVIDIA's multi-process service has no Ascend counterpart; the variable is ignored"),
     EnvVar("CUDA_HOME", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
     EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",

@@ -152,3 +152,21 @@ def lookup(module: str) -> Optional[Library]:
         if rec is not None:
             return rec
     return None
+
+
+# ------------------------------------------------------------------ NVIDIA command-line tools
+#: programs that exist only on NVIDIA hosts, and the Ascend tool to use instead (check's nvidia-smi rule
+#: reports a command line that runs one)
+NVIDIA_TOOLS: dict[str, str] = {
+    "nvidia-smi": "npu-smi info",
+    "nvidia-cuda-mps-control": "nothing: Ascend has no multi-process service; share an NPU between processes as is",
+    "nvidia-cuda-mps-server": "nothing: Ascend has no multi-process service",
+    "nvidia-settings": "npu-smi set",
+    "nvprof": "msprof (CANN profiling)",
+    "nsys": "msprof (CANN profiling)",
+    "ncu": "msprof op (CANN operator profiling)",
+    "nv-nsight-cu-cli": "msprof op (CANN operator profiling)",
+    "cuda-memcheck": "the CANN memory checker (msSanitizer)",
+    "compute-sanitizer": "the CANN memory checker (msSanitizer)",
+    "dcgmi": "npu-smi info",
+}

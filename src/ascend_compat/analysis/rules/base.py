@@ -18,7 +18,8 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
   it is called for), ``on_compare(v, node,
   operands)``, ``on_import(v, node, module, names) -> bool`` (True = the import line is reported),
   ``on_assign(v, node, targets, value, augmented)`` (``=``, ``:=``-free assignments and ``+=``),
-  ``on_return(v, node, function_name)`` (a ``return`` with a value, after the value is visited);
+  ``on_return(v, node, function_name)`` (a ``return`` with a value, after the value is visited),
+  ``on_def(v, node)`` (a function definition, after its decorators and before its body);
 * for files that are not Python: ``FILE_KINDS`` (``"cuda-source"``, ``"cmake"``, ``"cpp"``) and
   ``on_file(path, kind, text) -> list of Finding``;
 * the verdict, read from the knowledge layer (:mod:`ascend_compat.knowledge`) where it has one;
