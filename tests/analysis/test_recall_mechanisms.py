@@ -332,3 +332,20 @@ def test_nvidia_tools_in_command_lines_not_in_messages(tmp_path):
         """)
     assert _lines(fs, "nvidia-smi") == {3, 5, 7, 9}
     assert _lines(fs, "cuda-env-other") == {11}
+
+
+def test_private_torch_c_names_from_torchs_stubs(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+        torch._C._jit_set_nvfuser_enabled(True)
+        torch._C._jit_override_can_fuse_on_gpu(False)
+        if hasattr(torch._C, "_jit_set_nvfuser_enabled"):
+            pass
+        n = torch._C._cuda_getDeviceCount()
+        torch._C._set_cudnn_allow_tf32(True)
+        torch._C._jit_set_profiling_executor(False)
+        """)
+    by_line = {f.line: f for f in fs}
+    assert set(by_line) == {2, 3, 4, 6, 7}
+    assert [by_line[i].handling for i in (2, 3, 4, 6, 7)] == ["partial", "partial", "partial", "manual", "partial"]
+
