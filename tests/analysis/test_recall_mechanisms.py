@@ -349,3 +349,21 @@ def test_private_torch_c_names_from_torchs_stubs(tmp_path):
     assert set(by_line) == {2, 3, 4, 6, 7}
     assert [by_line[i].handling for i in (2, 3, 4, 6, 7)] == ["partial", "partial", "partial", "manual", "partial"]
 
+
+
+def test_library_calls_that_switch_on_a_cuda_only_back_end(tmp_path):
+    fs = _scan(tmp_path, """\
+        from diffusers import StableDiffusionPipeline
+        from transformers import AutoModelForCausalLM
+        pipe = StableDiffusionPipeline.from_pretrained("x")
+        pipe.unet.enable_xformers_memory_efficient_attention()
+        pipe.vae.set_use_memory_efficient_attention_xformers(False)
+        pipe.vae.set_use_memory_efficient_attention_xformers(True)
+        lm = AutoModelForCausalLM.from_pretrained("y", attn_implementation="flash_attention_2")
+        lm3 = AutoModelForCausalLM.from_pretrained("y", attn_implementation="flash_attention_3")
+        ok = AutoModelForCausalLM.from_pretrained("y", attn_implementation="sdpa")
+        """)
+    by_line = {f.line: f for f in fs}
+    assert set(by_line) == {4, 6, 7, 8}
+    assert by_line[4].handling == "partial" and "enable_npu_flash_attention" in by_line[4].suggestion
+    assert by_line[8].handling == "manual"

@@ -10,8 +10,8 @@ sentence, the versions it applies to (:class:`Versions`) and a minimal example t
 ``tests/knowledge`` runs under the simulated NPU to prove the verdict.
 """
 from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
-                                             Library, Versions)
+                                             Library, Switch, Versions)
 from ascend_compat.knowledge import backends, cuda_names, devices, env_vars, extensions, libraries
 
-__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
+__all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName", "Switch",
            "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions"]

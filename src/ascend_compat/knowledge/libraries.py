@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ascend_compat.knowledge.records import EVERY, MANUAL, PARTIAL, VERBS, Library, Versions
+from ascend_compat.knowledge.records import EVERY, MANUAL, PARTIAL, VERBS, Library, Switch, Versions
 
 
 def _lib(name: str, verdict: str, what: str, replacement: str, dropin: Optional[str] = None,
@@ -139,6 +139,29 @@ RECORDS: tuple[Library, ...] = (
 )
 
 BY_NAME: dict[str, Library] = {r.name: r for r in RECORDS}
+
+_XF = ("turns on xformers attention; under the shim the library finds ascend-compat's xformers drop-in, which runs "
+       "memory_efficient_attention on the NPU (other xformers operators are missing)")
+_FA2 = ("selects FlashAttention-2 kernels; on an NPU transformers runs this implementation with torch_npu's fused "
+        "attention (and under the shim the ascend-compat flash_attn drop-in answers its imports)")
+#: library calls that switch on a CUDA-only back-end, with the library's own Ascend alternative
+SWITCHES: tuple[Switch, ...] = (
+    Switch("enable_xformers_memory_efficient_attention", "diffusers", "xformers", PARTIAL, _XF,
+           "use enable_npu_flash_attention() (diffusers' torch_npu attention processor) or keep the default SDPA "
+           "attention."),
+    Switch("set_use_memory_efficient_attention_xformers", "diffusers", "xformers", PARTIAL, _XF,
+           "use enable_npu_flash_attention() (diffusers' torch_npu attention processor) or keep the default SDPA "
+           "attention."),
+    Switch("attn_implementation=flash_attention_2", "transformers", "flash_attn", PARTIAL, _FA2,
+           'keep it, or use attn_implementation="sdpa" to compare with the default attention.'),
+    Switch("use_flash_attention_2=True", "transformers", "flash_attn", PARTIAL, _FA2,
+           'use attn_implementation="flash_attention_2" or "sdpa" (use_flash_attention_2 is deprecated).'),
+    Switch("attn_implementation=flash_attention_3", "transformers", "flash_attn_interface", MANUAL,
+           "selects FlashAttention-3, which runs only on NVIDIA Hopper GPUs", 'use attn_implementation="sdpa".'),
+)
+#: method name -> switch; (keyword, value) -> switch
+SWITCH_CALLS: dict[str, Switch] = {s.call: s for s in SWITCHES if "=" not in s.call}
+SWITCH_KEYWORDS: dict[tuple[str, str], Switch] = {tuple(s.call.split("=", 1)): s for s in SWITCHES if "=" in s.call}
 
 #: top-level names: a file that mentions none of them cannot import a listed library
 TOP_LEVEL_NAMES = frozenset(r.name.split(".")[0] for r in RECORDS)

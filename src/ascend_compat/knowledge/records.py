@@ -136,6 +136,24 @@ class Library:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """A call (or keyword argument) of a device-generic library that turns on one of its CUDA-only back-ends.
+
+    ``call``: the method name (``"enable_xformers_memory_efficient_attention"``), or ``"keyword=value"`` for a
+    keyword argument (``"attn_implementation=flash_attention_2"``). ``owner``: the library offering the switch;
+    ``library``: the CUDA-only library it turns on (a :class:`Library` record name); ``verdict`` and ``reason``:
+    what happens on Ascend; ``advice``: the owner's Ascend alternative, one sentence.
+    """
+
+    call: str
+    owner: str
+    library: str
+    verdict: str
+    reason: str
+    advice: str
+
+
+@dataclass(frozen=True)
 class Construct:
     """A CUDA construct of one ``kind`` (``"device"``, ``"backend"``, ``"extension"``) and its Ascend counterpart.
 

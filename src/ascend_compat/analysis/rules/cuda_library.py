@@ -23,7 +23,8 @@ _lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
 RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
             'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
             'use the Ascend replacement named in each finding.', order=28)
-TRIGGERS = ()
+#: words of the library calls that switch on a CUDA-only back-end (knowledge.libraries.SWITCHES)
+TRIGGERS = ("xformers", "flash_attention_")
 #: importing one of these makes a file relevant by itself
 TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES
 #: libraries whose use sites another rule reports (Triton kernels: triton-kernel, once per decorator)
@@ -73,9 +74,28 @@ def on_import(v, node, module: str, names=()) -> bool:
     return True
 
 
+def _switch(v, node, sw, where) -> None:
+    v.report(where, RULE.id, f"{sw.call}: {sw.owner} {sw.reason}", sw.advice, handling=sw.verdict)
+
+
+def _switches(v, node, attr) -> None:
+    """``pipe.enable_xformers_memory_efficient_attention()``, ``from_pretrained(..., attn_implementation=
+    "flash_attention_2")``: a library call that turns on one of its CUDA-only back-ends."""
+    sw = libraries.SWITCH_CALLS.get(attr) if attr else None
+    if sw is not None and not (node.args and type(node.args[0]) is ast.Constant and node.args[0].value is False):
+        _switch(v, node, sw, node)
+    for k in node.keywords:
+        if k.arg is not None and type(k.value) is ast.Constant:
+            sw = libraries.SWITCH_KEYWORDS.get((k.arg, str(k.value.value)))
+            if sw is not None:
+                _switch(v, node, sw, k.value)
+
+
 def on_call(v, node, q, attr) -> None:
-    """``name(...)`` where ``name`` is bound by nothing but a star import of a listed library
+    """A library call switching on a CUDA-only back-end; ``name(...)`` where ``name`` is bound by nothing but a
+    star import of a listed library
     (the file binds it nowhere itself, it is no builtin, and no other module is star-imported)."""
+    _switches(v, node, attr)
     if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
         return  # None: another module was star-imported too, the name may come from it
     name = node.func.id
