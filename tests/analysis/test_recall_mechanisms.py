@@ -367,3 +367,42 @@ def test_library_calls_that_switch_on_a_cuda_only_back_end(tmp_path):
     assert set(by_line) == {4, 6, 7, 8}
     assert by_line[4].handling == "partial" and "enable_npu_flash_attention" in by_line[4].suggestion
     assert by_line[8].handling == "manual"
+
+
+def test_a_part_of_a_library_its_drop_in_lacks_is_manual(tmp_path):
+    fs = _scan(tmp_path, """\
+        from apex import amp
+        from apex.contrib.optimizers import FusedLamb
+        from flash_attn.bert_padding import pad_input
+        from flash_attn.utils.distributed import all_gather
+        opt = FusedLamb(params)
+        x = all_gather(pad_input(y, i, b, s), group)
+        """)
+    by_line = {}
+    for f in fs:
+        by_line.setdefault(f.line, []).append(f.handling)
+    assert by_line[1] == ["partial"] and by_line[3] == ["partial"]
+    assert by_line[2] == ["manual"] and by_line[4] == ["manual"] and by_line[5] == ["manual"]
+    assert sorted(by_line[6]) == ["manual", "partial"]
+    rating = rate_findings(fs)
+    assert rating.level == "hard" and any("apex.contrib.optimizers" in r for r in rating.reasons)
+    guarded = _scan(tmp_path, """\
+        try:
+            from apex.multi_tensor_apply import multi_tensor_applier
+        except ImportError:
+            multi_tensor_applier = None
+        """, "g.py")
+    assert [f.handling for f in guarded] == ["partial"]
+
+
+def test_device_generic_libraries_are_no_cuda_use(tmp_path):
+    fs = _scan(tmp_path, """\
+        import deepspeed
+        from deepspeed.accelerator import get_accelerator
+        from deepspeed.ops.adam import FusedAdam
+        engine, opt, _, _ = deepspeed.initialize(model=model, config=cfg)
+        x = x.to(get_accelerator().device_name())
+        get_accelerator().synchronize()
+        """)
+    assert _lines(fs) == {3}
+    assert rate_findings([]).level == "none"

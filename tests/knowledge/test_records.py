@@ -233,7 +233,9 @@ def test_shim_translation_is_the_records_rewrite():
 def test_check_rates_libraries_as_their_records(tmp_path):
     src = "".join(f"import {r.name}\n" for r in libraries.RECORDS)
     found = _check(tmp_path, src)
-    assert {f.line: f.handling for f in found} == {i + 1: r.verdict for i, r in enumerate(libraries.RECORDS)}
+    # auto records are device-generic libraries: importing them is no CUDA use
+    assert {f.line: f.handling for f in found} == {i + 1: r.verdict for i, r in enumerate(libraries.RECORDS)
+                                                   if r.verdict != AUTO}
 
 
 def test_advice_texts_follow_one_sentence_form():

@@ -21,7 +21,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
-from ascend_compat.analysis.rules import nccl_backend
+from ascend_compat.analysis.rules import cuda_library, nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
 from ascend_compat.analysis.rules.base import const_str as _const_str
 from ascend_compat.knowledge import backends, devices
@@ -755,8 +755,15 @@ class PyAnalyzer:
                 self.report(node, rule, f"{msg} (imported as {node.id})", sugg, handling)
 
     def _optional_use(self, node, c):
-        """A use of a library name bound by an optional import runs only where the library is there:
-        a use the library's verdict calls manual is partial (the code's other branch is the Ascend path)."""
+        """A use of a library name bound from a part its drop-in lacks is manual; a use of a library name bound
+        by an optional import runs only where the library is there: a manual use is then partial (the code's
+        other branch is the Ascend path)."""
+        if c[0] == "cuda-library":
+            root = node
+            while type(root) is ast.Attribute:
+                root = root.value
+            if type(root) is ast.Name:
+                c = cuda_library.adjust_use(self, root.id, c)
         rule, handling, msg, sugg = c
         if handling == MANUAL and rule == "cuda-library" and self.is_optional(node):
             return rule, PARTIAL, msg + "; optional (bound by an import guarded by except ImportError)", sugg

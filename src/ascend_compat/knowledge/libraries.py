@@ -3,21 +3,27 @@
 Keys are import names or dotted prefixes (the longest matching prefix wins). ``flash_attn``,
 ``apex``, ``xformers`` and ``bitsandbytes`` have ascend-compat drop-ins (``ascend_compat.ecosystem.dropins``)
 that answer their imports under the shim, so they are ``partial``: the main entry points run on the
-NPU, with the differences each drop-in documents. Libraries without a drop-in are ``manual``.
+NPU, with the differences each drop-in documents. Libraries without a drop-in are ``manual``. ``auto``
+records are device-generic libraries (DeepSpeed through its accelerator API): their use is no CUDA use and
+check does not report it; their CUDA-only parts (``deepspeed.ops``) are records of their own.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from ascend_compat.knowledge.records import EVERY, MANUAL, PARTIAL, VERBS, Library, Switch, Versions
+from ascend_compat.knowledge.records import AUTO, EVERY, MANUAL, PARTIAL, VERBS, Library, Switch, Versions
 
 
 def _lib(name: str, verdict: str, what: str, replacement: str, dropin: Optional[str] = None,
-         example: Optional[str] = None, expect: Optional[str] = None, versions: Versions = EVERY) -> Library:
+         example: Optional[str] = None, expect: Optional[str] = None, versions: Versions = EVERY,
+         provides: tuple = ()) -> Library:
     advice = replacement if replacement.split(" ", 1)[0] in VERBS else "use " + replacement
     if example is None and verdict == MANUAL:
         example = f"import {name}"
-    return Library(name, verdict, what, advice.rstrip(".") + ".", dropin, example, expect, versions)
+    return Library(name, verdict, what, advice.rstrip(".") + ".", dropin, example, expect, versions, provides)
+
+
+_IMPL = "ascend_compat.ecosystem.dropins"
 
 
 _QKV = ("import torch\nq = torch.randn(1, 8, 2, 16, device='cuda', dtype=torch.float16)\n")
@@ -31,7 +37,11 @@ RECORDS: tuple[Library, ...] = (
          _QKV + "from flash_attn import flash_attn_func\nout, lse, s_dmask = flash_attn_func(q, q, q, return_attn_probs=True)\n"
          "try:\n    flash_attn_func(q, q, q, softcap=5.0)\nexcept NotImplementedError:\n    refused = 'softcap refused'\n"
          "print(out.device.type, 'S_dmask', s_dmask.numel(), refused)",
-         "npu S_dmask 0 softcap refused", Versions(library="<3")),
+         "npu S_dmask 0 softcap refused", Versions(library="<3"),
+         provides=(("flash_attn", f"{_IMPL}.flash_attn"), ("flash_attn.flash_attn_interface", f"{_IMPL}.flash_attn.interface"),
+                   ("flash_attn.bert_padding", f"{_IMPL}.flash_attn.bert_padding"), ("flash_attn.layers", ""),
+                   ("flash_attn.layers.rotary", f"{_IMPL}.flash_attn.rotary"), ("flash_attn.ops", ""),
+                   ("flash_attn.ops.triton", ""), ("flash_attn.ops.triton.rotary", f"{_IMPL}.flash_attn.rotary"))),
     _lib("flash_attn_2_cuda", MANUAL, "FlashAttention's compiled CUDA module",
                                  "use flash_attn's Python API via ascend_compat.ecosystem.dropins.flash_attn"),
     _lib("flash_attn_interface", MANUAL, "FlashAttention-3 (Hopper only)",
@@ -45,7 +55,9 @@ RECORDS: tuple[Library, ...] = (
          "ascend_compat.ecosystem.dropins.xformers",
          _QKV + "import xformers.ops as xops\nout = xops.memory_efficient_attention(q, q, q)\n"
          "try:\n    import xformers.components\nexcept ImportError:\n    other = 'components missing'\n"
-         "print(out.device.type, other)", "npu components missing"),
+         "print(out.device.type, other)", "npu components missing",
+         provides=(("xformers", f"{_IMPL}.xformers"), ("xformers.ops", f"{_IMPL}.xformers"),
+                   ("xformers.ops.fmha", f"{_IMPL}.xformers"), ("xformers.ops.fmha.attn_bias", f"{_IMPL}.xformers.attn_bias"))),
     _lib("flashinfer", MANUAL, "LLM serving attention kernels (CUDA)",
                           "vllm-ascend / torch_npu.npu_fusion_attention, npu_incre_flash_attention"),
     _lib("sageattention", MANUAL, "quantized attention (CUDA/Triton)",
@@ -61,7 +73,9 @@ RECORDS: tuple[Library, ...] = (
          "import torch\nfrom apex.normalization import FusedLayerNorm\n"
          "out = FusedLayerNorm(8).cuda()(torch.randn(2, 8, device='cuda'))\n"
          "try:\n    import apex.contrib\nexcept ImportError:\n    other = 'contrib missing'\n"
-         "print(out.device.type, other)", "npu contrib missing"),
+         "print(out.device.type, other)", "npu contrib missing",
+         provides=(("apex", f"{_IMPL}.apex"), ("apex.amp", f"{_IMPL}.apex.amp"), ("apex.optimizers", f"{_IMPL}.apex.optimizers"),
+                   ("apex.parallel", f"{_IMPL}.apex.parallel"), ("apex.normalization", f"{_IMPL}.apex.normalization"))),
     _lib("transformer_engine", MANUAL, "NVIDIA Transformer Engine (FP8, fused layers)",
                                   "plain torch.nn layers in bf16; MindSpeed for Megatron-style fused layers"),
     _lib("megatron.core.fusions", MANUAL, "Megatron fused CUDA kernels",
@@ -74,13 +88,13 @@ RECORDS: tuple[Library, ...] = (
                  "p = torch.nn.Parameter(torch.ones(1, device='cuda'))\nFusedAdam([p])\n"
                  "print(p.device.type, type(get_accelerator().create_op_builder('TransformerBuilder')).__name__)",
          expect="npu NotImplementedBuilder", versions=Versions(library=">=0.10")),
-    _lib("deepspeed", PARTIAL, "DeepSpeed",
-         "keep DeepSpeed: it selects its npu accelerator when torch_npu is importable; replace its "
-         "CUDA-only ops and Triton features",
+    # device-generic: not CUDA uses (check does not report them; their CUDA-only parts have records of their own)
+    _lib("deepspeed", AUTO, "DeepSpeed (device-generic through its accelerator API)",
+         "keep DeepSpeed: it selects its npu accelerator when torch_npu is importable, so get_accelerator() and "
+         "deepspeed.initialize need no edit",
          None,
-         "from deepspeed.accelerator import get_accelerator\n"
-         "print(get_accelerator().device_name(), 'triton', get_accelerator().is_triton_supported())",
-         "npu triton False", Versions(library=">=0.10")),
+         "from deepspeed.accelerator import get_accelerator\nprint(get_accelerator().device_name())",
+         None, Versions(library=">=0.10")),
     # quantization
     _lib("bitsandbytes", PARTIAL, "8-bit/4-bit quantization (CUDA kernels)",
          "keep the import: the ascend-compat drop-in runs bitsandbytes.optim optimizers with full-precision "
@@ -88,7 +102,9 @@ RECORDS: tuple[Library, ...] = (
          "ascend_compat.ecosystem.dropins.bitsandbytes",
          "import torch, bitsandbytes as bnb\np = torch.nn.Parameter(torch.ones(4, device='cuda'))\n"
          "opt = bnb.optim.AdamW8bit([p])\np.sum().backward()\nopt.step()\n"
-         "print(p.device.type, 'state', opt.state[p]['exp_avg'].dtype)", "npu state torch.float32"),
+         "print(p.device.type, 'state', opt.state[p]['exp_avg'].dtype)", "npu state torch.float32",
+         provides=(("bitsandbytes", f"{_IMPL}.bitsandbytes"), ("bitsandbytes.optim", f"{_IMPL}.bitsandbytes:optim"),
+                   ("bitsandbytes.nn", f"{_IMPL}.bitsandbytes:nn"), ("bitsandbytes.functional", f"{_IMPL}.bitsandbytes:functional"))),
     _lib("auto_gptq", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
     _lib("gptqmodel", MANUAL, "GPTQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),
     _lib("awq", MANUAL, "AWQ CUDA kernels", "msModelSlim quantization / torch_npu.npu_weight_quant_batchmatmul"),

@@ -114,7 +114,8 @@ class EnvVar:
 class Library:
     """A CUDA-only (or CUDA-first) third-party library, keyed by import name or dotted prefix.
 
-    ``dropin``: the ascend-compat drop-in module answering its imports under the shim, if any.
+    ``dropin``: the ascend-compat drop-in module answering its imports under the shim, if any; ``provides``: the
+    modules that drop-in answers (the support matrix check and the import hook both read).
     ``example``: a snippet that uses the library's main entry point; under ``ascend-compat run
     --simulate`` it must print ``npu`` for ``auto``/``partial`` drop-ins and raise ImportError for
     ``manual`` ones (the library cannot be installed or does not run on Ascend). ``expect``: for
@@ -129,10 +130,17 @@ class Library:
     example: Optional[str] = None
     expect: Optional[str] = None
     versions: Versions = EVERY
+    #: the modules the drop-in answers -> the ascend-compat module implementing each (``""``: an empty
+    #: package; ``"pkg:attr"``: an attribute of a module); an import of any other module of the library fails
+    provides: tuple = ()
 
     @property
     def advice(self) -> str:
         return self.replacement
+
+    def provided(self, module: str) -> bool:
+        """Whether importing ``module`` (this library or one of its submodules) works under the shim."""
+        return self.dropin is None or module in dict(self.provides)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import ast
 import builtins
 import re
 
-from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule
+from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule
 from ascend_compat.knowledge import libraries
 
 #: the knowledge record of a name (cached: looked up for every import / key string)
@@ -36,6 +36,25 @@ REWRITE_NEEDS_TORCH_NPU = False
 _BUILTINS = frozenset(dir(builtins))
 
 
+_UNPROVIDED = RULE.id + ":unprovided"
+
+
+def missing_part(module: str, lib) -> str:
+    """The message for ``module``, a part of a library its ascend-compat drop-in does not provide."""
+    provided = ", ".join(m for m, impl in lib.provides if impl)
+    return (f"{module}: {lib.what}; ascend-compat's {lib.name} drop-in provides only {provided}, so importing "
+            "this part fails (ModuleNotFoundError) under the shim")
+
+
+def adjust_use(v, root: str, c):
+    """A use site of a name bound from a part of a library its drop-in does not provide is manual too."""
+    module = v.state.get(_UNPROVIDED, {}).get(root)
+    if module is None or c[1] == MANUAL:
+        return c
+    lib = _lookup(module)
+    return c[0], MANUAL, c[2] + f"; from {module}, which ascend-compat's {lib.name} drop-in does not provide", c[3]
+
+
 def message(key: str, lib) -> str:
     """The finding message for a use of ``key``."""
     if lib.verdict == MANUAL:
@@ -50,8 +69,8 @@ def qualname(q: str, version):
     if "." not in q:
         return None
     lib = _lookup(q)
-    if lib is None or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
-        return None
+    if lib is None or lib.verdict == AUTO or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
+        return None  # (auto: a device-generic library, no CUDA use)
     return RULE.id, lib.verdict, message(q, lib), lib.replacement
 
 
@@ -63,11 +82,15 @@ def on_import(v, node, module: str, names=()) -> bool:
             lib = _lookup(f"{module}.{n}")
             if lib is not None:
                 break
-    if lib is None:
+    if lib is None or lib.verdict == AUTO:
         return False
     if "*" in names:
         v.star_imports.append(module)
     msg, handling = "import of " + message(lib.name, lib), lib.verdict
+    if not lib.provided(module):  # a part of the library its drop-in does not answer: the import fails
+        msg, handling = "import of " + missing_part(module, lib), MANUAL
+        v.state.setdefault(_UNPROVIDED, {}).update({(n if n != "*" else module): module for n in names} or
+                                                    {module.split(".", 1)[0]: module})
     if v.guarded and handling == MANUAL:
         msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
     v.report(node, RULE.id, msg, lib.replacement, handling=handling)
