@@ -406,3 +406,26 @@ def test_device_generic_libraries_are_no_cuda_use(tmp_path):
         """)
     assert _lines(fs) == {3}
     assert rate_findings([]).level == "none"
+
+
+def test_a_module_imported_by_name_and_bound_through_global(tmp_path):
+    fs = _scan(tmp_path, """\
+        import importlib
+        def get_class():
+            global fused_adam_cuda
+            fused_adam_cuda = importlib.import_module("fused_adam_cuda")
+        class Opt:
+            def step(self, p):
+                fused_adam_cuda.adam(p)
+        tools = importlib.import_module("os.path")
+        """)
+    assert _lines(fs, "cuda-library") == {4, 7}
+
+
+def test_a_method_call_is_reported_at_the_method_name(tmp_path):
+    fs = _scan(tmp_path, """\
+        ids = torch.tensor(
+            [1, 2, 3], dtype=torch.int32, device="cpu", pin_memory=True
+        ).cuda(non_blocking=True)
+        """)
+    assert _lines(fs, "cuda-method") == {3}

@@ -53,10 +53,12 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class _Scope:
-    __slots__ = ("aliases", "idx", "ancestors", "kind")
+    __slots__ = ("aliases", "idx", "ancestors", "kind", "globals")
 
     def __init__(self, idx: int, ancestors: Tuple[int, ...], kind: str):
         self.aliases: Dict[str, Optional[str]] = {}
+        #: names a ``global`` statement declares in this (function) scope: bound in the module scope
+        self.globals: Set[str] = set()
         self.idx = idx
         self.ancestors = ancestors
         self.kind = kind
@@ -155,6 +157,7 @@ class PyAnalyzer:
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
             ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
             ast.AugAssign: self._augassign, ast.If: self._if, ast.JoinedStr: self._joined, ast.Expr: self._expr,
+            ast.Global: self._global,
         }
         if hasattr(ast, "TryStar"):
             self._dispatch[ast.TryStar] = self._try
@@ -264,7 +267,8 @@ class PyAnalyzer:
         return None
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
-        aliases = self.scopes[-1].aliases
+        scope = self.scopes[-1]
+        aliases = (self.module if name in scope.globals else scope).aliases
         if qual is None and self.alternative and aliases.get(name) is not None:
             return  # a name is CUDA-bound if any branch binds it to CUDA code
         aliases[name] = qual
@@ -361,6 +365,18 @@ class PyAnalyzer:
             else:
                 top = a.name.split(".", 1)[0]
                 self._bind(top, top)
+
+    def _global(self, node: ast.Global) -> None:
+        self.scopes[-1].globals.update(node.names)
+
+    def _dynamic_import(self, value) -> Optional[str]:
+        """The module ``importlib.import_module("name")`` imports (a constant absolute name), else None."""
+        if type(value) is ast.Call and value.args and type(value.func) in (ast.Name, ast.Attribute) \
+                and self.qual(value.func) == "importlib.import_module":
+            s = _const_str(value.args[0])
+            if s and not s.startswith(".") and len(value.args) == 1:
+                return s
+        return None
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.level or not node.module:
@@ -483,7 +499,11 @@ class PyAnalyzer:
                 if type(value) is ast.Call and self.numpy_float64(value):
                     self.f64_arrays.add(t.id)
                 q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
-                self._bind(t.id, q if q and self._interesting(q) else None)
+                dyn = self._dynamic_import(value)
+                if dyn is not None:
+                    self._bind(t.id, dyn)  # a module imported by name is bound like an import of it
+                else:
+                    self._bind(t.id, q if q and self._interesting(q) else None)
                 if value is not None:
                     self._candidate(t.id, value)
             elif type(t) is ast.Attribute:
@@ -775,6 +795,9 @@ class PyAnalyzer:
         attr = func.attr if type(func) is ast.Attribute else None
         for hook in self._hooks["on_call"]:
             hook(self, node, q, attr)
+        mod = self._dynamic_import(node) if q == "importlib.import_module" else None
+        if mod is not None and not self._on_import(node, mod):
+            self._import_line(node, mod)
         if q in ENV_GETTERS and node.args:
             s = _const_str(node.args[0])
             if s is not None:

@@ -120,8 +120,8 @@ class Rewriter(cst.CSTTransformer):
     # ------------------------------------------------------------------ .cuda() / .is_cuda / chains
     def leave_Call(self, orig, upd):
         func = upd.func
-        if isinstance(func, cst.Attribute):
-            f = self._take(self._pos(orig), self.reg.rewrite_method)
+        if isinstance(func, cst.Attribute):  # findings of a method call are at the method's name
+            f = self._take(self._pos(orig.func.attr), self.reg.rewrite_method)
             if f is not None and func.attr.value == self.reg.rewrite_method[f.rule][0]:
                 new_name = self.reg.rewrite_method[f.rule][1]
                 self._record(f, f".{func.attr.value}(", f".{new_name}(")
