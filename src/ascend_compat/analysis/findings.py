@@ -44,6 +44,10 @@ class FileResult:
     error: Optional[str] = None
     error_kind: Optional[str] = None
     suppressed: int = 0
+    #: what the file tells the rest of the project (:class:`ascend_compat.analysis.project.FileFacts`); not reported
+    facts: Optional[object] = field(default=None, compare=False, repr=False)
+    #: set by a second pass that found nothing the project's facts could change (internal to the analysis)
+    reused: bool = field(default=False, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {"path": self.path, "kind": self.kind, "lines": self.lines,

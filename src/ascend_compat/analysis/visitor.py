@@ -115,11 +115,21 @@ class PyAnalyzer:
 
     def __init__(self, path: str, text: str, torch_npu_version: Optional[str] = None,
                  cell: Optional[int] = None, hot_lines: Optional[List[int]] = None,
-                 registry: Optional[_registry.Registry] = None):
+                 registry: Optional[_registry.Registry] = None, module_name: Optional[str] = None,
+                 project=None):
         """``hot_lines``: sorted line numbers that may matter; statements touching none of them are
         skipped (recorded in :attr:`skipped`). None = visit everything. ``registry``: the rules
-        (default: every rule module of the package)."""
+        (default: every rule module of the package). ``module_name``: the file's dotted module name
+        (relative imports resolve against it); ``project``: the checked project's
+        :class:`~ascend_compat.analysis.project.ProjectFacts` (None: the file alone)."""
         self.reg = registry or _registry.default()
+        self.module_name = module_name
+        self.is_package = path.endswith("__init__.py")
+        self.project = project
+        #: module-level functions of the file: name -> (first line, last line)
+        self.module_defs: Dict[str, Tuple[int, int]] = {}
+        #: other modules' names (absolute) this file uses as a device
+        self.device_uses: Set[str] = set()
         self._hooks = self.reg.hooks
         self._value_hooks = self.reg.string_hooks["value"]
         self.path = path
@@ -177,6 +187,8 @@ class PyAnalyzer:
         self._function_names: List[str] = []
         #: names of the functions being visited, innermost last ("" for a class body)
         self.function_stack = self._function_names
+        #: the definitions of the functions being visited, innermost last
+        self.function_nodes: List[ast.AST] = []
 
     # ------------------------------------------------------------------ plumbing
     def feed(self, tree: ast.AST) -> None:
@@ -272,6 +284,8 @@ class PyAnalyzer:
         if qual is None and self.alternative and aliases.get(name) is not None:
             return  # a name is CUDA-bound if any branch binds it to CUDA code
         aliases[name] = qual
+        if qual is not None and self.project is not None and name in self.project.words:
+            self.dynamic_names.add(name)  # a project fact's symbol: its uses may hold no trigger word
         if self.guarded and qual is not None:
             self.optional.add((self.scopes[-1].idx, name))
         if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):
@@ -379,13 +393,18 @@ class PyAnalyzer:
         return None
 
     def _import_from(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
+        mod = node.module
+        if node.level:
+            from ascend_compat.analysis.project import resolve_relative
+
+            mod = resolve_relative(self.module_name, self.is_package, node.level, node.module) \
+                if self.module_name else None
+        if not mod:
             for a in node.names:
                 self._bind(a.asname or a.name, None)
             return
-        mod = node.module
         reported = self._on_import(node, mod, [a.name for a in node.names])
-        if not reported and any(a.name == "*" for a in node.names):
+        if not reported and not node.level and any(a.name == "*" for a in node.names):
             self.star_imports.append(None)  # names of an unlisted module: star-bound names are ambiguous
         for a in node.names:
             if a.name == "*":
@@ -445,6 +464,9 @@ class PyAnalyzer:
         return ps
 
     def _function(self, node) -> None:
+        if not self._function_names:
+            lo = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            self.module_defs[node.name] = (lo, node.end_lineno or node.lineno)
         self._visit_all(node.decorator_list)
         for hook in self._hooks["on_def"]:
             hook(self, node)
@@ -462,7 +484,9 @@ class PyAnalyzer:
         for p, d in defaults:
             self._candidate(p.arg, d)
         self._function_names.append(node.name)
+        self.function_nodes.append(node)
         self._visit_all(node.body)
+        self.function_nodes.pop()
         self._function_names.pop()
         self._pop()
         del scope
@@ -646,6 +670,9 @@ class PyAnalyzer:
                 return
         if t is ast.Name:
             self._use("device", expr.id)
+            q = self._lookup(expr.id)
+            if q is not None and q != expr.id and "." in q:
+                self.device_uses.add(q)  # another module's name used as a device
             return
         if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
             if allow_int and expr.attr in self.int_attrs:
@@ -684,8 +711,17 @@ class PyAnalyzer:
     def _use(self, kind: str, name: str) -> None:
         self.uses.setdefault((kind, name), set()).add(self.scopes[-1].idx)
 
+    def _project_kind(self, e) -> Optional[str]:
+        """"device"/"backend" when ``e`` names another module's constant holding a CUDA device/NCCL string."""
+        if self.project is None or type(e) not in (ast.Name, ast.Attribute):
+            return None
+        q = self.qual(e)
+        return self.project.device_consts.get(q) if q is not None else None
+
     def is_device_expr(self, e) -> bool:
         t = type(e)
+        if self.project is not None and self._project_kind(e) == "device":
+            return True
         if t is ast.Name:
             return _is_device_name(e.id)
         if t is ast.Attribute:
@@ -698,6 +734,8 @@ class PyAnalyzer:
 
     def is_backend_expr(self, e) -> bool:
         t = type(e)
+        if self.project is not None and self._project_kind(e) == "backend":
+            return True
         if t is ast.Name:
             return bool(_BACKEND_NAME.search(e.id))
         if t is ast.Attribute:
@@ -842,7 +880,11 @@ class PyAnalyzer:
     # ------------------------------------------------------------------ results
     def finish(self) -> List[Finding]:
         """Resolve deferred device/backend candidates; return the findings sorted by position."""
+        used_elsewhere = self.project.used_devices if self.project is not None and self.module_name else ()
         for (kind, sidx, name), nodes in self.candidates.items():
+            if sidx == self.module.idx and kind == "device" and f"{self.module_name}.{name}" in used_elsewhere:
+                self._report_deferred(kind, nodes)  # another module of the project uses it as a device
+                continue
             scopes = self.uses.get((kind, name))
             if not scopes:
                 continue

@@ -75,13 +75,17 @@ NVCC_OPTIONS: tuple[str, ...] = (
 )
 #: GPU architecture names as builds spell them: ``arch=compute_80,code=sm_80``, ``-arch=sm_90a``, ``compute_75``
 NVCC_ARCH = r"(?:-+(?:arch|gpu-architecture|code)[= ]?)?(?:arch=)?(?:compute|sm|lto)_\d{2,3}[af]?(?:,code=\S*)?"
+#: how a GPU architecture string starts (lower case)
+NVCC_ARCH_HEADS = ("arch=", "compute_", "sm_", "lto_", "-arch", "--gpu-architecture", "-code", "--code")
 
 
 def nvcc_option(value: str) -> Optional[str]:
-    """The nvcc-only option or GPU architecture ``value`` starts with, or None."""
+    """The nvcc-only option or GPU architecture ``value`` starts with (at its first character), or None."""
     import re
 
-    text = value.strip()
+    text = value
+    if not text or text[0] not in "-acsl":
+        return None
     for opt in NVCC_OPTIONS:
         if text.startswith(opt) and (opt.endswith(("=", "_")) or len(text) == len(opt) or not text[len(opt)].isalnum()):
             return opt

@@ -7,8 +7,9 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
 * ``TRIGGERS``: lower-case words, one of which is in the text of everything the rule reports
   (the scanner's prefilter is the union of every rule's triggers, so it cannot disagree with the
   rules); ``TRIGGER_PATTERNS``: compiled regular expressions matched on the lower-cased text, for
-  triggers that are not fixed words; ``TRIGGER_IMPORTS``: top-level module names whose import
-  makes a file relevant by itself;
+  triggers that are not fixed words; ``TRIGGER_STRINGS``: lower-case prefixes a string literal starts
+  with (found right after its opening quote: the rule reports such a string only when it starts with
+  one); ``TRIGGER_IMPORTS``: top-level module names whose import makes a file relevant by itself;
 * detection hooks, all optional (``v`` is the file's :class:`~ascend_compat.analysis.visitor.PyAnalyzer`):
   ``qualname(q, version) -> (rule, handling, message, suggestion) | None`` for resolved names
   (``torch.backends.cudnn.benchmark``), ``on_call(v, node, q, attr)``, ``on_attribute(v, node, q)``,

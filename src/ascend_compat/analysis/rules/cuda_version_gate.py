@@ -44,30 +44,68 @@ def _state(v) -> dict:
     return st
 
 
+#: attributes a source ends with (a cheap test before resolving the name)
+_SOURCE_ATTRS = frozenset(q.rsplit(".", 1)[-1] for q in SOURCES) | {"major", "minor"}
+_RUNNER_ATTRS = frozenset(r.rsplit(".", 1)[-1] for r in _RUNNERS)
+
+
 def _kind(v, expr):
     """(kind, direct) of the CUDA-derived value ``expr`` holds, or None; ``direct`` = a source is named
-    in ``expr`` itself (it is reported where it is named)."""
+    in ``expr`` itself (it is reported where it is named). Walks only the expression forms a value flows
+    through (names, attributes, calls, subscripts, operators, containers, f-strings)."""
     st = v.state.get(RULE.id)
+    names = st["names"] if st is not None else None
+    funcs = st["funcs"] if st is not None else None
+    project = v.project.version_funcs if v.project is not None and v.project.version_funcs else None
     found = None
-    for n in ast.walk(expr):
+    todo = [expr]
+    while todo:
+        n = todo.pop()
         t = type(n)
-        if t is ast.Attribute or t is ast.Name:
-            q = v.qual(n)
-            if q is not None and q in SOURCES:
-                return SOURCES[q], True
-            if t is ast.Attribute and n.attr in ("major", "minor") and type(n.value) is ast.Call:
-                fq = v.qual(n.value.func) if type(n.value.func) in (ast.Name, ast.Attribute) else None
-                if fq == "torch.cuda.get_device_properties":
-                    return CAPABILITY, True
-            if st is not None and t is ast.Name and n.id in st["names"]:
-                found = found or st["names"][n.id]
+        if t is ast.Name:
+            if names and n.id in names:
+                found = found or names[n.id]
+        elif t is ast.Attribute:
+            if n.attr in _SOURCE_ATTRS:
+                q = v.qual(n)
+                if q is not None and q in SOURCES:
+                    return SOURCES[q], True
+                if n.attr in ("major", "minor") and type(n.value) is ast.Call:
+                    fq = v.qual(n.value.func) if type(n.value.func) in (ast.Name, ast.Attribute) else None
+                    if fq == "torch.cuda.get_device_properties":
+                        return CAPABILITY, True
+            todo.append(n.value)
         elif t is ast.Call:
             f = n.func
             name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else None
-            if st is not None and name in st["funcs"]:
-                found = found or st["funcs"][name]
-            elif _runs_nvcc(v, n):
+            if funcs and name in funcs:
+                found = found or funcs[name]
+            elif project and type(f) in (ast.Name, ast.Attribute) and v.qual(f) in project:
+                found = found or project[v.qual(f)]  # another module's version query
+            elif name in _RUNNER_ATTRS and _runs_nvcc(v, n):
                 found = found or TOOLKIT
+            todo.append(f)
+            todo.extend(n.args)
+            todo.extend(k.value for k in n.keywords)
+        elif t is ast.Subscript:
+            todo.append(n.value)
+            todo.append(n.slice)
+        elif t is ast.BinOp:
+            todo.append(n.left)
+            todo.append(n.right)
+        elif t is ast.UnaryOp:
+            todo.append(n.operand)
+        elif t in (ast.Tuple, ast.List):
+            todo.extend(n.elts)
+        elif t is ast.JoinedStr:
+            todo.extend(x.value for x in n.values if type(x) is ast.FormattedValue)
+        elif t is ast.BoolOp:
+            todo.extend(n.values)
+        elif t is ast.IfExp:
+            todo.extend((n.body, n.orelse))
+        elif t is ast.Compare:
+            todo.append(n.left)
+            todo.extend(n.comparators)
     return (found, False) if found else None
 
 
@@ -75,7 +113,10 @@ def _runs_nvcc(v, call) -> bool:
     q = v.qual(call.func) if type(call.func) in (ast.Name, ast.Attribute) else None
     if q not in _RUNNERS or not call.args:
         return False
-    for n in ast.walk(call.args[0]):
+    first = call.args[0]
+    parts = list(first.elts) if type(first) in (ast.List, ast.Tuple) else [first]
+    parts = [p.right if type(p) is ast.BinOp else p for p in parts[:1]]  # cuda_dir + "/bin/nvcc"
+    for n in parts:
         s = const_str(n)
         if s is not None and extensions.runs_nvcc(s.lstrip("/\\")):
             return True

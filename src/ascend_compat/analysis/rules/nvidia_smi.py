@@ -18,7 +18,9 @@ RULE = Rule('nvidia-smi', 'environment', MANUAL, 'NVIDIA command-line tool',
             'nvidia-smi and the other NVIDIA tools do not exist on Ascend hosts; running them or parsing their '
             'output fails.',
             'use npu-smi info, or torch.npu.mem_get_info()/device_count() from Python.', order=21)
-TRIGGERS = ("nvidia", "nvprof", "nsys", "ncu", "nv-nsight", "cuda-memcheck", "compute-sanitizer", "dcgmi")
+TRIGGERS = ("nvidia", "cuda")
+#: the other tools are reported in a command string or list element that starts with them
+TRIGGER_STRINGS = tuple(sorted(t for t in NVIDIA_TOOLS if "nvidia" not in t and "cuda" not in t))
 _RUNNERS = ("os.system", "os.popen", "shutil.which")
 _CLASS = re.compile(r"\[(\w)\]")  # grep's self-exclusion: ps | grep '[n]vidia-smi'
 _TOOL = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(t) for t in sorted(NVIDIA_TOOLS, key=len, reverse=True))
@@ -28,11 +30,12 @@ _TOOL = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(t) for t in sorted(NVIDI
 def tool_in(command: str, first_word_only: bool = False):
     """The NVIDIA tool a command line runs, or None."""
     text = _CLASS.sub(r"\1", command)
-    if first_word_only:
-        word = text.strip().split(" ", 1)[0] if text.strip() else ""
-        return word.rsplit("/", 1)[-1] if word.rsplit("/", 1)[-1] in NVIDIA_TOOLS else None
-    m = _TOOL.search(text)
-    return m.group(1) if m else None
+    word = text.split(" ", 1)[0] if text else ""
+    first = word if word in NVIDIA_TOOLS else None
+    if first_word_only or first:
+        return first
+    m = _TOOL.search(text)  # further in a shell command: the tools with a trigger word in their name
+    return m.group(1) if m and ("nvidia" in m.group(1) or "cuda" in m.group(1)) else None
 
 
 def _report(v, node, tool: str, how: str) -> None:

@@ -45,6 +45,12 @@ class Registry:
             for kind in getattr(m, "FILE_KINDS", ()):
                 self.file_hooks.setdefault(kind, []).append(m.on_file)
         self.trigger_patterns = tuple(p for m in mods for p in getattr(m, "TRIGGER_PATTERNS", ()))
+        #: string-literal prefixes (lower case) by their first character: found right after a quote
+        strings: Dict[str, set] = {}
+        for m in mods:
+            for prefix in getattr(m, "TRIGGER_STRINGS", ()):
+                strings.setdefault(prefix[0], set()).add(prefix)
+        self.trigger_strings: Dict[str, tuple] = {c: tuple(sorted(ps)) for c, ps in sorted(strings.items())}
         self.trigger_imports = frozenset(n for m in mods for n in getattr(m, "TRIGGER_IMPORTS", ()))
         self.rewrite_string = {i: m.rewrite_string for i, m in self.modules.items() if hasattr(m, "rewrite_string")}
         self.rewrite_qualname = {i: m.rewrite_qualname for i, m in self.modules.items()

@@ -11,7 +11,7 @@ RULE = Rule('torch-cuda-api', 'api', AUTO, 'torch.cuda API',
             'torch.cuda names that torch_npu provides as torch.npu.* are mapped by the shim; names '
             'without an NPU counterpart raise an error naming the API under the shim.',
             'use the torch.npu function of the same name.', order=7)
-TRIGGERS = ("cuda", "_c.", "nvfuser", "_gpu", "cudnn", "cublas", "nccl", "nvtx", "cusparselt")
+TRIGGERS = ("cuda", "cudnn", "cublas", "nccl", "nvtx", "_jit_")
 _PRIVATE_ADVICE = "use the public torch.npu API instead of torch._C CUDA bindings."
 
 
@@ -19,6 +19,9 @@ def _private(q: str):
     """A private ``torch._C`` name: the table generated from torch's stubs (``data.torch_c_cuda``)."""
     cuda_build, switches = data.torch_c_cuda()
     name = q[len("torch._C."):]
+    low = name.lower()
+    if not any(w in low for w in TRIGGERS):
+        return None  # (names without a CUDA word, such as _broadcast_coalesced, are not followed)
     if name in cuda_build or name.split(".", 1)[0] in cuda_build:
         return (RULE.id, MANUAL, f"{q}: a private binding torch registers only in its CUDA builds; torch_npu's "
                 "torch has no such attribute", _PRIVATE_ADVICE)

@@ -16,7 +16,7 @@ RULE = Rule('triton-kernel', 'third-party', MANUAL, 'Triton kernel',
             'Triton kernels need triton-ascend on NPU; kernels tuned for NVIDIA (num_warps, shared-memory'
             ' sizes, tl.dot shapes) usually need porting.',
             'install triton-ascend and port the kernel, or use a torch / torch_npu equivalent.', order=29)
-TRIGGERS = ("jit", "triton")
+TRIGGERS = ()  # every report is reached through a name a triton import binds: the scanner follows it
 NAMES = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 _KERNELS = RULE.id + ":kernels"
 _SEEN = RULE.id + ":chain"
@@ -66,5 +66,12 @@ def on_attribute(v, node, q) -> None:
 def on_call(v, node, q, attr) -> None:
     """``kernel[grid](...)``: a launch of a Triton kernel."""
     f = node.func
-    if type(f) is ast.Subscript and type(f.value) is ast.Name and f.value.id in v.state.get(_KERNELS, ()):
-        v.report(node, RULE.id, f"launch of the Triton kernel {f.value.id}: {RULE.explanation}", RULE.suggestion)
+    if type(f) is not ast.Subscript or type(f.value) not in (ast.Name, ast.Attribute):
+        return
+    name = f.value.id if type(f.value) is ast.Name else None
+    if name is not None and name in v.state.get(_KERNELS, ()):
+        v.report(node, RULE.id, f"launch of the Triton kernel {name}: {RULE.explanation}", RULE.suggestion)
+    elif v.project is not None and v.project.kernels:
+        q = v.qual(f.value)
+        if q in v.project.kernels:  # a kernel another module of the project defines
+            v.report(node, RULE.id, f"launch of the Triton kernel {q}: {RULE.explanation}", RULE.suggestion)
