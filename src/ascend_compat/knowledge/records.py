@@ -16,6 +16,8 @@ from typing import Optional
 from ascend_compat import _versions
 
 AUTO, PARTIAL, MANUAL = "auto", "partial", "manual"
+#: environment-variable converters of the shim that keep the value's meaning (migrate may rename such variables)
+_SAME_VALUE = (None, "visible_devices", "alloc_conf")
 VERDICTS = (AUTO, PARTIAL, MANUAL)
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>|\.\.\.|\bTODO\b|\bXXX\b")
@@ -93,13 +95,29 @@ class EnvVar:
     shim_maps: bool = False
     example: Optional[tuple[str, str]] = None
     versions: Versions = EVERY
-    #: migrate renames the variable to ``ascend`` in the code (the value means the same there)
-    migrate_renames: bool = False
+    #: whether migrate renames the variable to ``ascend`` in the code; None = decided by the one rule of
+    #: :attr:`rewrite` (every variable the shim translates without changing its value is renamed)
+    migrate_renames: Optional[bool] = None
 
     @property
     def rewrite(self) -> Optional[tuple[str, str]]:
-        """``(before, after)`` of migrate's rewrite of the variable's name, or None."""
-        return (self.name, self.ascend) if self.migrate_renames and self.ascend else None
+        """``(before, after)`` of migrate's rewrite of the variable's name, or None.
+
+        Decided once for every variable check rates ``auto``: migrate renames it when its value means the same
+        under the Ascend name (no converter, or one that only validates: visible devices, allocator keys);
+        a variable whose value the shim must convert stays for the shim (:attr:`left_to_shim` says why)."""
+        renames = self.migrate_renames
+        if renames is None:
+            renames = self.verdict == AUTO and self.shim_maps and self.converter in _SAME_VALUE
+        return (self.name, self.ascend) if renames and self.ascend else None
+
+    @property
+    def left_to_shim(self) -> Optional[str]:
+        """Why migrate leaves a variable check rates ``auto`` as it is (the shim translates it), else None."""
+        if self.verdict != AUTO or self.rewrite is not None:
+            return None
+        return (f"the shim converts its value for {self.ascend} ({self.reason}); renaming it would hand "
+                f"{self.ascend} an unconverted value")
 
     @property
     def advice(self) -> str:

@@ -83,7 +83,7 @@ class Rewriter(cst.CSTTransformer):
     def _record(self, f: Finding, before: str, after: str, line: Optional[int] = None) -> None:
         self.done.add(id(f))
         self.changes.append(Change(self.path, line or f.line, f.rule, before, after, self.cell))
-        self.needs_torch_npu |= self.reg.needs_torch_npu(f.rule)
+        self.needs_torch_npu |= self.reg.needs_torch_npu(f.rule, f)
 
     def _code(self, node) -> str:
         return self.module.code_for_node(node).strip()

@@ -29,7 +29,8 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
   name of a reported method call such as ``.cuda()`` / attribute such as ``.is_cuda``), ``rewrite_qualname(dotted,
   version) -> str | None`` for reported attribute chains, ``rewrite_import(module) -> str | None``
   for ``from MODULE import ...`` lines; ``REWRITE_NEEDS_TORCH_NPU`` (default True): whether the
-  rewritten code needs ``import torch_npu``.
+  rewritten code needs ``import torch_npu``; or ``rewrite_needs_torch_npu(finding) -> bool`` to decide per finding (a rewritten
+  comparison creates nothing on the NPU).
 """
 from __future__ import annotations
 

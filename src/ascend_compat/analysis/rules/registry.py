@@ -64,9 +64,14 @@ class Registry:
         self._qualname = self.hooks["qualname"]
         self.classify = functools.lru_cache(maxsize=8192)(self._classify)
 
-    def needs_torch_npu(self, rule: str) -> bool:
-        """Whether code rewritten by ``rule`` needs ``import torch_npu``."""
-        return getattr(self.modules.get(rule), "REWRITE_NEEDS_TORCH_NPU", True)
+    def needs_torch_npu(self, rule: str, finding=None) -> bool:
+        """Whether code rewritten by ``rule`` (for ``finding``) needs ``import torch_npu``: a rule's
+        ``rewrite_needs_torch_npu(finding)`` decides per finding, else its ``REWRITE_NEEDS_TORCH_NPU``."""
+        mod = self.modules.get(rule)
+        per_finding = getattr(mod, "rewrite_needs_torch_npu", None)
+        if per_finding is not None and finding is not None:
+            return per_finding(finding)
+        return getattr(mod, "REWRITE_NEEDS_TORCH_NPU", True)
 
     def _classify(self, q: str, version: Optional[str] = None) -> Optional[Classified]:
         """The first rule's verdict on a resolved dotted name, or None."""
