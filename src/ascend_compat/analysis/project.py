@@ -151,6 +151,7 @@ class ProjectFacts:
         self.used_devices: Set[str] = {q for q in uses if self.device_consts.get(q) == "device"}
         self._words = self._make_words()
         symbols = set(self.builders) | set(self.device_consts) | self.kernels | set(self.version_funcs)
+        self._symbols = frozenset(symbols)
         #: the names an import must bind for a forward fact to reach the importing file
         self._reach: FrozenSet[str] = frozenset(symbols | {q.rpartition(".")[0] for q in symbols} | self.ext_modules)
         self._by_module: Dict[str, Set[str]] = {}
@@ -204,6 +205,20 @@ class ProjectFacts:
             return False
         return bool(f.imports & self._reach) or f.module in self.back_modules()
 
+    def changed_since(self, earlier: "ProjectFacts") -> "Optional[tuple]":
+        """(names an import must bind, modules analysed again) for the facts that are new since ``earlier``."""
+        new = self._symbols - earlier._symbols
+        reach = new | {q.rpartition(".")[0] for q in new} | (self.ext_modules - earlier.ext_modules)
+        new_back = self.back_modules() - earlier.back_modules()
+        return frozenset(reach), frozenset(new_back)
+
+    def affected_by_change(self, f: Optional[FileFacts], change) -> bool:
+        """Whether the file with facts ``f`` can see one of the facts :meth:`changed_since` found."""
+        if f is None:
+            return False
+        reach, back = change
+        return bool(f.imports & reach) or f.module in back
+
     def digest(self) -> str:
         """A hash of everything the second pass reads (for the result cache)."""
         doc = [sorted(self.builders.items()), sorted(self.ext_modules), sorted(self.device_consts.items()),
@@ -235,30 +250,42 @@ _IMPORT = re.compile(r"[ \t]*import[ \t]+([^#;]*)")
 def import_targets(text: str, positions: List[int], module: str, is_package: bool) -> FrozenSet[str]:
     """What the import statements starting at ``positions`` bind, as absolute names (see :attr:`FileFacts.imports`),
     read with regular expressions: the file need not be parsed (a file the prefilter skips is linked too)."""
-    out: Set[str] = set()
+    return frozenset(q for q, _ in import_bindings(text, positions, module, is_package))
+
+
+def import_bindings(text: str, positions: List[int], module: Optional[str], is_package: bool) -> Set[tuple]:
+    """(absolute name, the local name it is bound to) of each import at ``positions`` (``*``: the module, ``*``);
+    relative imports are resolved against ``module`` (skipped without one)."""
+    out: Set[tuple] = set()
     for p in positions:
         end = text.find("\n", p)
         line = text[p:end if end != -1 else len(text)]
-        if line.rstrip().endswith(("(", "\\")):  # a statement over several lines: up to its closing parenthesis
+        if "(" in line and ")" not in line:  # a parenthesised statement over several lines
             close = text.find(")", p)
             line = text[p:close if close != -1 else len(text)].replace("\\\n", " ").replace("\n", " ")
+        while line.rstrip().endswith("\\") and end != -1:  # backslash continuations
+            nxt = text.find("\n", end + 1)
+            line = line.rstrip()[:-1] + " " + text[end + 1:nxt if nxt != -1 else len(text)]
+            end = nxt
         m = _FROM.match(line)
         if m is not None:
             dots, name, names = m.groups()
-            base = resolve_relative(module, is_package, len(dots), name) if dots else name
+            base = (resolve_relative(module, is_package, len(dots), name) if module else None) if dots else name
             if not base:
                 continue
             for part in names.split(","):
-                n = part.strip().split(" ", 1)[0].strip("()")
-                if n == "*":
-                    out.add(base)
-                elif n:
-                    out.add(f"{base}.{n}")
+                words = part.replace("(", " ").replace(")", " ").split()
+                if not words:
+                    continue
+                if words[0] == "*":
+                    out.add((base, "*"))
+                else:
+                    out.add((f"{base}.{words[0]}", words[2] if len(words) > 2 and words[1] == "as" else words[0]))
             continue
         m = _IMPORT.match(line)
         if m is not None:
             for part in m.group(1).split(","):
-                n = part.strip().split(" ", 1)[0]
-                if n:
-                    out.add(n)
-    return frozenset(out)
+                words = part.split()
+                if words:
+                    out.add((words[0], words[2] if len(words) > 2 and words[1] == "as" else words[0].split(".")[0]))
+    return out

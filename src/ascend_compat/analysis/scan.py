@@ -278,14 +278,32 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
                 relevant = True
     if not relevant:
         return []
-    analyzer = _analyse_relevant(path, text, opts, base, module)
+    analyzer = _analyse_relevant(path, text, opts, base, module, starts)
     if sink is not None:
         sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
     return analyzer.findings
 
 
-def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], module: Optional[str]):
-    """The finished analyzer of a file that can have findings (hot positions ``base``)."""
+def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str) -> set:
+    """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``):
+    they are trigger words from the first round on, instead of being found by one more round."""
+    from ascend_compat.analysis.project import import_bindings
+    from ascend_compat.analysis.visitor import needs_tracking
+
+    if starts is None:
+        starts = []
+        hot_positions(text, (), starts)
+    out = set()
+    for qual, name in import_bindings(text, starts, module, path.endswith("__init__.py")):
+        if name != "*" and name != qual and (needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS):
+            out.add(name)
+    return out
+
+
+def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], module: Optional[str],
+                      starts: Optional[List[int]] = None):
+    """The finished analyzer of a file that can have findings (hot positions ``base``; ``starts``: the offsets
+    of its import lines, when known)."""
     from ascend_compat.analysis.visitor import PyAnalyzer
 
     def make(hot=None):
@@ -294,7 +312,7 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
 
     total_lines = text.count("\n") + 1
     spans = _chunks(text) if total_lines > _CHUNK_MIN_LINES else [(0, len(text))]
-    seeds: set = set()
+    seeds: set = _import_seeds(text, starts, module, path)
     trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
         extra = _name_positions(text, seeds)
@@ -663,7 +681,11 @@ def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, 
         project = ProjectFacts(facts)
         if not project or (previous is not None and project.same_as(previous)):
             break
-        redo = [i for i, f in enumerate(facts) if project.affects(f)]
+        if previous is None:
+            redo = [i for i, f in enumerate(facts) if project.affects(f)]
+        else:  # a later round: only the files the new facts reach
+            change = project.changed_since(previous)
+            redo = [i for i, f in enumerate(facts) if project.affected_by_change(f, change)]
         if not redo:
             break
         again = _scan_each([targets[i] for i in redo], replace(opts, project_facts=project), jobs, None)

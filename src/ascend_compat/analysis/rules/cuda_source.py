@@ -10,7 +10,9 @@ from ascend_compat.analysis.rules.base import MANUAL, Rule
 RULE = Rule('cuda-source', 'extension', MANUAL, 'CUDA source file',
             'CUDA kernels (.cu/.cuh) do not run on Ascend.',
             'port to AscendC, or replace with torch / torch_npu operators.', order=27)
-TRIGGERS = (".cu'", '.cu"', ".cuh'", '.cuh"')
+TRIGGERS = ()
+#: a string literal that ends in .cu / .cuh (one search for the four spellings)
+TRIGGER_PATTERNS = (re.compile(r"\.cuh?[\"']"),)
 #: a string that is a path or glob of CUDA sources
 CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
 
