@@ -429,3 +429,20 @@ def test_a_method_call_is_reported_at_the_method_name(tmp_path):
         ).cuda(non_blocking=True)
         """)
     assert _lines(fs, "cuda-method") == {3}
+
+
+def test_cuda_code_kept_in_a_string(tmp_path):
+    fs = _scan(tmp_path, '''\
+        HEAD = """
+        #include "conv_cuda.cuh"
+        std::vector<at::Tensor> forward(at::Tensor x);
+        """
+        BLOCK = """
+            kernel<{k}, scalar_t><<<blocks, {b}, 0, stream>>>(x.data<scalar_t>());
+        """
+        DOC = """Run the kernel on the device: see the CUDA guide."""
+        def gen():
+            with open("conv_cuda_forward.cu", "w") as out:
+                out.write(HEAD + BLOCK)
+        ''')
+    assert _lines(fs, "cuda-source") == {1, 5, 10}
