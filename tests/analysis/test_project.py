@@ -146,7 +146,7 @@ def test_imports_of_extension_modules_the_project_builds_from_cuda(tmp_path):
     })
     got = _check(root)
     assert _lines(got["mylib/block.py"], "cuda-extension") == {2}
-    assert _lines(got["mylib/ops.py"], "cuda-extension") == {1}
+    assert _lines(got["mylib/ops.py"], "cuda-extension") == {1, 2}  # the import and a use
 
 
 def test_triton_kernels_and_version_queries_of_other_modules(tmp_path):
@@ -196,3 +196,28 @@ def test_facts_are_cached_and_the_second_pass_follows_a_changed_helper(tmp_path)
     (root / "p/helpers.py").write_text("def build():\n    return 1\n")
     after = _check(root, cache_dir=str(cache))
     assert _lines(after["p/main.py"]) == set()
+
+
+def test_a_guarded_import_of_a_project_cuda_extension_and_its_uses_are_optional(tmp_path):
+    from ascend_compat.analysis.difficulty import rate_findings
+
+    root = _project(tmp_path, {
+        "setup.py": "from torch.utils.cpp_extension import CppExtension\n"
+                    "ext = CppExtension('pkg.block_cuda', sources=['k.cu'])\n",
+        "pkg/__init__.py": "",
+        "pkg/block.py": """\
+            try:
+                from pkg import block_cuda
+                BUILT = True
+            except ImportError:
+                BUILT = False
+            def run(x):
+                return block_cuda.forward(x) if BUILT else x
+            """,
+        "pkg/plain.py": "import pkg.block_cuda as ext\ny = ext.forward(1)\n",
+    })
+    got = _check(root)
+    assert _lines(got["pkg/block.py"], "cuda-extension") == {2, 7}
+    assert {f.handling for f in got["pkg/block.py"]} == {"partial"}
+    assert rate_findings(got["pkg/block.py"]).level == "moderate"
+    assert {f.handling for f in got["pkg/plain.py"]} == {"manual"}

@@ -446,3 +446,18 @@ def test_cuda_code_kept_in_a_string(tmp_path):
                 out.write(HEAD + BLOCK)
         ''')
     assert _lines(fs, "cuda-source") == {1, 5, 10}
+
+
+def test_an_environment_variable_name_held_by_a_variable(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        def enable(allow_timeout):
+            if allow_timeout:
+                key, value = "NCCL_ASYNC_ERROR_HANDLING", "1"
+                os.environ[key] = value
+            name = "CUDA_VISIBLE_DEVICES"
+            print(os.getenv(name))
+            label = "MY_SETTING"
+            os.environ[label] = "x"
+        """)
+    assert _lines(fs) == {4, 6}

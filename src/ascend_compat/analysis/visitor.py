@@ -180,6 +180,10 @@ class PyAnalyzer:
         self.alternative = 0
         #: (scope index, name) of names bound by an optional (guarded) import
         self.optional: Set[Tuple[int, str]] = set()
+        #: string constants bound to a name, that name -> [(node, cell)]: an environment variable's name when
+        #: the name is used as one (``key = "NCCL_DEBUG"; os.environ[key] = ...``)
+        self.env_candidates: Dict[str, List[tuple]] = {}
+        self.env_uses: Set[str] = set()
         #: argparse destinations declared ``type=int`` (``args.gpu``)
         self.int_attrs: Set[str] = set()
         #: names bound to NumPy arrays created with NumPy's default float64 dtype
@@ -530,14 +534,18 @@ class PyAnalyzer:
                     self._bind(t.id, q if q and self._interesting(q) else None)
                 if value is not None:
                     self._candidate(t.id, value)
+                    self._env_candidate(t.id, value)
             elif type(t) is ast.Attribute:
                 self.visit(t)
                 if value is not None:
                     self._attr_candidate(t.attr, value)
             elif type(t) in (ast.Tuple, ast.List):
-                for el in t.elts:
+                pairs = value.elts if type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(t.elts) else ()
+                for k, el in enumerate(t.elts):
                     if type(el) is ast.Name:
                         self._bind(el.id, None)
+                        if pairs:
+                            self._env_candidate(el.id, pairs[k])
                     else:
                         self.visit(el)
             else:
@@ -545,6 +553,13 @@ class PyAnalyzer:
         if value is not None:
             for hook in self._hooks["on_assign"]:
                 hook(self, node, targets, value, False)
+
+    def _env_candidate(self, name: str, value) -> None:
+        """A name bound to a string that names an environment variable the rules know."""
+        s = _const_str(value)
+        if s is not None and "_" in s and s.isupper():  # (the rules decide, in the "env" role, which they know)
+            self.env_candidates.setdefault(name, []).append((value, self.cell))
+            self.dynamic_names.add(name)
 
     def _interesting(self, q: str) -> bool:
         """Whether an alias bound to ``q`` must be followed (its uses may be CUDA references)."""
@@ -777,6 +792,9 @@ class PyAnalyzer:
             if type(sl.value) is str:
                 self._string(sl, sl.value, "key")
         else:
+            if type(sl) is ast.Name and type(node.value) in (ast.Name, ast.Attribute) \
+                    and self.qual(node.value) == "os.environ":
+                self.env_uses.add(sl.id)  # os.environ[key]: the string key holds is a variable's name
             self.visit(sl)
 
     def _dict(self, node: ast.Dict) -> None:
@@ -840,6 +858,8 @@ class PyAnalyzer:
             s = _const_str(node.args[0])
             if s is not None:
                 self._string(node.args[0], s, "env")
+            elif type(node.args[0]) is ast.Name:
+                self.env_uses.add(node.args[0].id)
         if attr == "add_argument" or attr == "add_option":
             self._argparse(node)
         # children
@@ -893,6 +913,10 @@ class PyAnalyzer:
         for (kind, attr), nodes in self.attr_candidates.items():
             if (kind, attr) in self.attr_uses:
                 self._report_deferred(kind, nodes)
+        for name in self.env_uses & self.env_candidates.keys():
+            for node, cell in self.env_candidates[name]:
+                self._in_cell(cell)
+                self._string(node, node.value, "env")
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
         return self.findings
 

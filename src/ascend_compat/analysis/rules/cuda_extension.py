@@ -15,7 +15,7 @@ import re
 
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import device_string
-from ascend_compat.analysis.rules.base import MANUAL, Rule, const_str
+from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule, const_str
 from ascend_compat.knowledge import extensions
 
 RULE = Rule('cuda-extension', 'extension', MANUAL, 'custom CUDA extension',
@@ -55,10 +55,27 @@ def on_import(v, node, module: str, names=()) -> bool:
         return False
     for full in [module] + [f"{module}.{n}" for n in names]:
         if full in p.ext_modules:
-            v.report(node, RULE.id, f"import of {full}, an extension module the project builds from CUDA sources: "
-                     + RULE.explanation, RULE.suggestion)
+            msg, handling = f"import of {full}, an extension module the project builds from CUDA sources: " \
+                + RULE.explanation, RULE.handling
+            if v.guarded:  # the except branch is the Ascend path
+                msg, handling = msg + " Optional: the import is guarded by except ImportError.", PARTIAL
+            v.report(node, RULE.id, msg, RULE.suggestion, handling=handling)
             return True
     return False
+
+
+def on_attribute(v, node, q) -> None:
+    """With project facts: a use of a CUDA extension module the project builds (``ext.forward(...)``);
+    optional (partial) when the module was bound by a guarded import."""
+    p = v.project
+    if q is None or p is None or not p.ext_modules or "." not in q:
+        return
+    module = q.rsplit(".", 1)[0]
+    if module in p.ext_modules and type(node.value) in (ast.Name, ast.Attribute):
+        optional = v.is_optional(node)
+        v.report(node, RULE.id, f"{q}: a call into the project's CUDA extension module {module}"
+                 + ("; optional (bound by a guarded import)" if optional else ""), RULE.suggestion,
+                 handling=PARTIAL if optional else RULE.handling)
 
 
 STRING_ROLES = ("key", "compare", "value")
