@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -24,7 +25,7 @@ from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import cuda_library, nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
 from ascend_compat.analysis.rules.base import const_str as _const_str
-from ascend_compat.knowledge import backends, devices
+from ascend_compat.knowledge import backends, devices, env_vars
 from ascend_compat.knowledge.records import MANUAL, PARTIAL
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
@@ -35,6 +36,8 @@ ENV_GETTERS = frozenset({"os.getenv", "os.putenv", "os.unsetenv", "os.environ.ge
 _DEVICE_NAME = re.compile(r"(?:^|_)(?:device|devices|dev|map_location|device_type|accelerator)(?:$|_)", re.I)
 _BACKEND_NAME = re.compile(r"backend", re.I)
 
+#: the knowledge record of an environment variable name (cached: tried for upper-case string constants)
+_env_var = functools.lru_cache(maxsize=4096)(env_vars.lookup)
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
@@ -557,7 +560,7 @@ class PyAnalyzer:
     def _env_candidate(self, name: str, value) -> None:
         """A name bound to a string that names an environment variable the rules know."""
         s = _const_str(value)
-        if s is not None and "_" in s and s.isupper():  # (the rules decide, in the "env" role, which they know)
+        if s is not None and "_" in s and s.isupper() and _env_var(s) is not None:
             self.env_candidates.setdefault(name, []).append((value, self.cell))
             self.dynamic_names.add(name)
 
