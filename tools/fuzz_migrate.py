@@ -43,7 +43,7 @@ SNIPPETS = (
     "import torch.cuda as tc\n", "s = torch.cuda.Stream()\n", 'm = torch.load(p, map_location="cuda")\n',
     'dev = f"cuda:{rank}"\n', "from flash_attn import flash_attn_func\n", "q = a.double()\n",
 )
-REWRITE_WORDS = ("npu", "hccl", "ASCEND", "ascend_compat")
+REWRITE_WORDS = ("npu", "NPU", "hccl", "HCCL", "ASCEND", "ascend_compat")
 
 
 class Hang(Exception):

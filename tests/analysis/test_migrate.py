@@ -180,3 +180,28 @@ def test_capability_queries_are_listed_not_rewritten():
     r = migrate_source("import torch\nmajor, minor = torch.cuda.get_device_capability()\n")
     assert "torch.cuda.get_device_capability()" in r.code
     assert [f.rule for f in r.remaining] == ["device-capability"]
+
+
+def test_every_auto_environment_variable_is_renamed_or_left_to_the_shim_for_a_stated_reason():
+    from ascend_compat.knowledge import env_vars
+    from ascend_compat.knowledge.records import AUTO
+
+    for r in env_vars.RECORDS:
+        if r.verdict == AUTO:
+            assert (r.rewrite is not None) != (r.left_to_shim is not None), r.name
+    src = ('import os\nos.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"\n'
+           'os.environ["CUDA_LAUNCH_BLOCKING"] = "1"\nos.environ.setdefault("NCCL_SOCKET_IFNAME", "eth0")\n'
+           'os.environ["NCCL_BUFFSIZE"] = "4194304"\n')
+    out = migrate_source(src).code
+    assert "PYTORCH_NPU_ALLOC_CONF" in out and "ASCEND_LAUNCH_BLOCKING" in out and "HCCL_SOCKET_IFNAME" in out
+    assert '"NCCL_BUFFSIZE"' in out  # the shim converts bytes to MB: renaming would hand HCCL the wrong unit
+    assert "import torch_npu" not in out
+
+
+def test_import_torch_npu_only_where_the_rewritten_code_needs_it():
+    compare = "import torch\ndef on_gpu(x, backend):\n    return x.device.type == 'cuda' or backend == 'nccl'\n"
+    assert "import torch_npu" not in migrate_source(compare).code
+    device = "import torch\ndef move(x):\n    return x.to('cuda')\n"
+    assert "import torch_npu" in migrate_source(device).code
+    group = "import torch\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n"
+    assert "import torch_npu" in migrate_source(group).code

@@ -166,3 +166,298 @@ def test_extension_load_of_a_variable_holding_cuda_sources(tmp_path):
         cpu_only = load(name="cpu", sources=["a.cpp"])
         """)
     assert _lines(fs, "cuda-extension") == {5}
+
+
+def test_a_name_an_except_handler_rebinds_stays_bound_to_its_cuda_import(tmp_path):
+    src = """\
+        try:
+            import xformers.ops as xops
+        except ImportError:
+            {xops}
+        try:
+            from apex import amp
+        except ImportError:
+            {amp}
+        try:
+            import pynvml
+        except ImportError:
+            {nvml}
+        def attention(q, k, v):
+            if xops is not None:
+                return xops.memory_efficient_attention(q, k, v)
+        def step(loss, opt):
+            with amp.scale_loss(loss, opt) as scaled:
+                scaled.backward()
+        def probe():
+            if pynvml is not None:
+                pynvml.nvmlInit()
+        """
+    rebound = _scan(tmp_path, src.format(xops="xops = None", amp="amp = None", nvml="pynvml = None"))
+    passed = _scan(tmp_path, src.format(xops="pass", amp="pass", nvml="pass"), "y.py")
+    assert _lines(rebound, "cuda-library") == _lines(passed, "cuda-library") == {2, 6, 10, 15, 17, 21}
+    # the optional pynvml is used only where it imported: partial, and the file is not blocked by it
+    nvml = [f for f in rebound if f.line == 21]
+    assert nvml[0].handling == "partial"
+    assert rate_findings(rebound).level == "moderate"
+
+
+def test_a_name_an_else_branch_rebinds_stays_bound(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        if os.environ.get("USE_TC"):
+            import torch.cuda as tc
+        else:
+            tc = None
+        def sync():
+            tc.synchronize()
+        """)
+    assert 7 in _lines(fs, "torch-cuda-api")
+
+
+def test_every_name_of_a_multi_line_import_at_its_own_line(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.utils.cpp_extension import (
+            BuildExtension,
+            CUDAExtension,
+            CUDA_HOME,
+        )
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 4}
+
+
+def test_nvcc_options_architectures_and_the_nvcc_program(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os, subprocess
+        def cc_flags(major):
+            flags = ["-O3", "-std=c++17"]
+            flags += ["-gencode", "arch=compute_80,code=sm_80"]
+            flags.append(f"arch=compute_{major}0,code=sm_{major}0")
+            flags += ["-U__CUDA_NO_HALF_OPERATORS__", "--expt-relaxed-constexpr", "-maxrregcount=64"]
+            return flags
+        nvcc = os.path.join(os.environ.get("TOOLKIT", "/opt"), "bin/nvcc")
+        os.system("nvcc --version")
+        msg = "compile with -O3 and -Wall"
+        """)
+    assert _lines(fs, "cuda-extension") == {4, 5, 6, 8, 9}
+
+
+def test_a_build_call_is_one_finding_and_any_call_passing_nvcc_flags_is_one(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.utils.cpp_extension import load
+        from .ops import get_plugin
+        ext = load(name="k", sources=[f for f in SRCS],
+                   extra_cuda_cflags=["--use_fast_math", "-lineinfo"])
+        plugin = get_plugin("bias_act", sources=SRCS,
+                            extra_cuda_cflags=["--use_fast_math"])
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 5}
+
+
+def test_toolkit_version_and_capability_gates_follow_the_value(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+        import torch
+        from packaging.version import Version
+        def bare_metal_version(home):
+            raw = subprocess.check_output([home + "/bin/nvcc", "-V"], universal_newlines=True)
+            out = raw.split()
+            return Version(out[out.index("release") + 1].split(",")[0])
+        _, ver = None, bare_metal_version("/usr/local")
+        if ver >= Version("11.8"):
+            pass
+        major, minor = torch.cuda.get_device_capability()
+        use_flash = major >= 8
+        if torch.version.cuda is None:
+            pass
+        count = 3
+        if count >= 2:
+            pass
+        """)
+    assert _lines(fs, "cuda-version-gate") == {9, 13}
+    assert _lines(fs, "device-capability") == {11, 12}
+
+
+def test_device_mesh_type_and_members_of_recorded_names(tmp_path):
+    fs = _scan(tmp_path, """\
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed import ProcessGroupNCCL
+        mesh = init_device_mesh("cuda", (2, 4))
+        opts = ProcessGroupNCCL.Options()
+        """)
+    assert _lines(fs, "device-string") == {3}
+    assert 4 in _lines(fs, "nccl-backend")
+
+
+def test_triton_runtime_api_and_launches_outside_the_kernel_body(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+        import triton
+        import triton.language as tl
+        from triton.runtime import driver
+
+        @triton.jit
+        def _add(x_ptr, n, BLOCK: tl.constexpr):
+            pid = tl.program_id(0)
+            offs = pid * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+        def add(x):
+            grid = (triton.cdiv(x.numel(), 1024),)
+            _add[grid](x, x.numel(), BLOCK=1024)
+            return x
+
+        def sm_count():
+            return driver.active.utils.get_device_properties(0)["multiprocessor_count"]
+
+        table = {}
+        table["k"][0](1)
+        """)
+    assert _lines(fs, "triton-kernel") == {6, 13, 14, 18}
+    assert not _lines(fs) & set(range(8, 11))  # the kernel body is the kernel, reported at its decorator
+
+
+def test_nvidia_tools_in_command_lines_not_in_messages(tmp_path):
+    fs = _scan(tmp_path, """\
+        import logging, os, shutil, subprocess
+        def mps_running():
+            return subprocess.run("ps -ef | grep '[n]vidia-cuda-mps-control'", shell=True).returncode == 0
+        def stop_mps():
+            subprocess.run("echo quit | nvidia-cuda-mps-control", shell=True)
+        def query(i):
+            if not shutil.which("nvidia-smi"):
+                logging.warning("nvidia-smi not found in PATH.")
+            cmd = ["nvidia-smi", "-i", str(i), "--query-gpu=compute_mode"]
+            return subprocess.run(cmd)
+        os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = "50"
+        """)
+    assert _lines(fs, "nvidia-smi") == {3, 5, 7, 9}
+    assert _lines(fs, "cuda-env-other") == {11}
+
+
+def test_private_torch_c_names_from_torchs_stubs(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+        torch._C._jit_set_nvfuser_enabled(True)
+        torch._C._jit_override_can_fuse_on_gpu(False)
+        if hasattr(torch._C, "_jit_set_nvfuser_enabled"):
+            pass
+        n = torch._C._cuda_getDeviceCount()
+        torch._C._set_cudnn_allow_tf32(True)
+        torch._C._jit_set_profiling_executor(False)
+        """)
+    by_line = {f.line: f for f in fs}
+    assert set(by_line) == {2, 3, 4, 6, 7}
+    assert [by_line[i].handling for i in (2, 3, 4, 6, 7)] == ["partial", "partial", "partial", "manual", "partial"]
+
+
+
+def test_library_calls_that_switch_on_a_cuda_only_back_end(tmp_path):
+    fs = _scan(tmp_path, """\
+        from diffusers import StableDiffusionPipeline
+        from transformers import AutoModelForCausalLM
+        pipe = StableDiffusionPipeline.from_pretrained("x")
+        pipe.unet.enable_xformers_memory_efficient_attention()
+        pipe.vae.set_use_memory_efficient_attention_xformers(False)
+        pipe.vae.set_use_memory_efficient_attention_xformers(True)
+        lm = AutoModelForCausalLM.from_pretrained("y", attn_implementation="flash_attention_2")
+        lm3 = AutoModelForCausalLM.from_pretrained("y", attn_implementation="flash_attention_3")
+        ok = AutoModelForCausalLM.from_pretrained("y", attn_implementation="sdpa")
+        """)
+    by_line = {f.line: f for f in fs}
+    assert set(by_line) == {4, 6, 7, 8}
+    assert by_line[4].handling == "partial" and "enable_npu_flash_attention" in by_line[4].suggestion
+    assert by_line[8].handling == "manual"
+
+
+def test_a_part_of_a_library_its_drop_in_lacks_is_manual(tmp_path):
+    fs = _scan(tmp_path, """\
+        from apex import amp
+        from apex.contrib.optimizers import FusedLamb
+        from flash_attn.bert_padding import pad_input
+        from flash_attn.utils.distributed import all_gather
+        opt = FusedLamb(params)
+        x = all_gather(pad_input(y, i, b, s), group)
+        """)
+    by_line = {}
+    for f in fs:
+        by_line.setdefault(f.line, []).append(f.handling)
+    assert by_line[1] == ["partial"] and by_line[3] == ["partial"]
+    assert by_line[2] == ["manual"] and by_line[4] == ["manual"] and by_line[5] == ["manual"]
+    assert sorted(by_line[6]) == ["manual", "partial"]
+    rating = rate_findings(fs)
+    assert rating.level == "hard" and any("apex.contrib.optimizers" in r for r in rating.reasons)
+    guarded = _scan(tmp_path, """\
+        try:
+            from apex.multi_tensor_apply import multi_tensor_applier
+        except ImportError:
+            multi_tensor_applier = None
+        """, "g.py")
+    assert [f.handling for f in guarded] == ["partial"]
+
+
+def test_device_generic_libraries_are_no_cuda_use(tmp_path):
+    fs = _scan(tmp_path, """\
+        import deepspeed
+        from deepspeed.accelerator import get_accelerator
+        from deepspeed.ops.adam import FusedAdam
+        engine, opt, _, _ = deepspeed.initialize(model=model, config=cfg)
+        x = x.to(get_accelerator().device_name())
+        get_accelerator().synchronize()
+        """)
+    assert _lines(fs) == {3}
+    assert rate_findings([]).level == "none"
+
+
+def test_a_module_imported_by_name_and_bound_through_global(tmp_path):
+    fs = _scan(tmp_path, """\
+        import importlib
+        def get_class():
+            global fused_adam_cuda
+            fused_adam_cuda = importlib.import_module("fused_adam_cuda")
+        class Opt:
+            def step(self, p):
+                fused_adam_cuda.adam(p)
+        tools = importlib.import_module("os.path")
+        """)
+    assert _lines(fs, "cuda-library") == {4, 7}
+
+
+def test_a_method_call_is_reported_at_the_method_name(tmp_path):
+    fs = _scan(tmp_path, """\
+        ids = torch.tensor(
+            [1, 2, 3], dtype=torch.int32, device="cpu", pin_memory=True
+        ).cuda(non_blocking=True)
+        """)
+    assert _lines(fs, "cuda-method") == {3}
+
+
+def test_cuda_code_kept_in_a_string(tmp_path):
+    fs = _scan(tmp_path, '''\
+        HEAD = """
+        #include "conv_cuda.cuh"
+        std::vector<at::Tensor> forward(at::Tensor x);
+        """
+        BLOCK = """
+            kernel<{k}, scalar_t><<<blocks, {b}, 0, stream>>>(x.data<scalar_t>());
+        """
+        DOC = """Run the kernel on the device: see the CUDA guide."""
+        def gen():
+            with open("conv_cuda_forward.cu", "w") as out:
+                out.write(HEAD + BLOCK)
+        ''')
+    assert _lines(fs, "cuda-source") == {1, 5, 10}
+
+
+def test_an_environment_variable_name_held_by_a_variable(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        def enable(allow_timeout):
+            if allow_timeout:
+                key, value = "NCCL_ASYNC_ERROR_HANDLING", "1"
+                os.environ[key] = value
+            name = "CUDA_VISIBLE_DEVICES"
+            print(os.getenv(name))
+            label = "MY_SETTING"
+            os.environ[label] = "x"
+        """)
+    assert _lines(fs) == {4, 6}

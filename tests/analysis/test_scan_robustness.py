@@ -101,7 +101,8 @@ def test_fast_path_equals_full_analysis(path, monkeypatch):
     from ascend_compat.analysis.visitor import PyAnalyzer
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    an = PyAnalyzer(path, text)
+    from ascend_compat.analysis.project import module_name
+    an = PyAnalyzer(path, text, module_name=module_name(path))  # relative imports resolve as in scan_file
     an.feed(scan._parse(text, path))
     full = an.finish()
     from ascend_compat.analysis.visitor import suppressions

@@ -63,9 +63,9 @@ def test_the_schema_check_is_not_vacuous():
 def test_concise_lines_are_editor_links(repo):
     proc = cli(["check", "--format", "concise", "--no-config", "train", "kernels", "notebook.ipynb"], repo)
     lines = proc.stdout.splitlines()
-    assert "train/main.py:3:9: cuda-method .cuda() moves to the CUDA device (auto)" in lines
+    assert "train/main.py:3:31: cuda-method .cuda() moves to the CUDA device (auto)" in lines
     assert any(x.startswith("train/main.py:7:17: nvidia-smi runs nvidia-smi") and x.endswith("(manual)") for x in lines)
-    assert any(x.startswith("notebook.ipynb:cell 1:2:5: cuda-method") for x in lines)
+    assert any(x.startswith("notebook.ipynb:cell 1:2:19: cuda-method") for x in lines)
     assert any(x.startswith("kernels/broken.py:1:1: input-error parse-error") for x in lines)
     assert lines[-1].startswith("Found ")
 
@@ -75,7 +75,7 @@ def test_github_annotations_levels_and_escaping(repo):
     lines = proc.stdout.splitlines()
     assert all(x.startswith(("::error ", "::warning ", "::notice ")) for x in lines), lines
     assert any(x.startswith("::error file=train/main.py,line=7,") and "nvidia-smi" in x for x in lines)
-    assert any(x.startswith("::notice file=train/main.py,line=3,col=9,endColumn=") for x in lines)
+    assert any(x.startswith("::notice file=train/main.py,line=3,col=31,endColumn=") for x in lines)
     assert any(x.startswith("::error file=kernels/broken.py,line=1,col=1,title=ascend-compat input-error::")
                for x in lines)
     assert all("\n" not in x for x in lines)

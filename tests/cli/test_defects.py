@@ -289,7 +289,7 @@ def test_syntax_error_file_keeps_its_other_findings(tmp_path):
     proc = cli(["check", "--format", "concise", str(f)], tmp_path)
     lines = proc.stdout.splitlines()
     assert any(":3:1: input-error" in ln and "syntax error at line 3" in ln for ln in lines), proc.stdout
-    assert sum(":2:5: cuda-method" in ln or ":5:5: cuda-method" in ln for ln in lines) == 2, proc.stdout
+    assert sum(":2:20: cuda-method" in ln or ":5:19: cuda-method" in ln for ln in lines) == 2, proc.stdout
     assert cli(["check", "--fail-on", "any", str(f)], tmp_path).returncode == 1
 
 

@@ -315,3 +315,40 @@ def test_committed_npu_op_schemas_regenerate_from_real_wheel(tmp_path):
     run_tool("gen_npu_op_schemas.py", os.environ["TORCH_NPU_WHEEL"], "--output", str(out))
     committed = REPO / "src" / "ascend_compat" / "data" / "npu_op_schemas.json"
     assert out.read_bytes() == committed.read_bytes()
+
+
+def test_torch_c_cuda_table_from_stubs(tmp_path):
+    """gen_torch_c_cuda.py on a stub laid out like torch's: sections by '# Defined in', CUDA submodule stubs."""
+    stub = tmp_path / "torch" / "_C"
+    stub.mkdir(parents=True)
+    (tmp_path / "torch" / "version.py").write_text("__version__ = '9.9.0+cpu'\n")
+    (stub / "__init__.pyi").write_text(textwrap.dedent("""\
+        # Defined in torch/csrc/jit/python/init.cpp
+        def _jit_set_nvfuser_enabled(enable: bool) -> bool: ...
+        def _jit_set_profiling_executor(flag: bool) -> bool: ...
+        def _set_cudnn_allow_tf32(arg: bool) -> None: ...
+        # Defined in torch/csrc/cuda/Module.cpp
+        def _cuda_getDeviceCount() -> int: ...
+        class _CudaDeviceProperties: ...
+        # Defined in torch/csrc/Module.cpp
+        def _set_onednn_allow_tf32(arg: bool) -> None: ...
+        """))
+    (stub / "_nvtx.pyi").write_text("def rangePushA(message: str) -> int: ...\n")
+    out = tmp_path / "t.json"
+    run_tool("gen_torch_c_cuda.py", "--torch-dir", str(tmp_path / "torch"), "--out", str(out))
+    table = json.loads(out.read_text())
+    assert table["_generated_by"] == "tools/gen_torch_c_cuda.py" and "torch 9.9.0" in table["_source"]
+    assert table["cuda_build"] == ["_CudaDeviceProperties", "_cuda_getDeviceCount", "_nvtx", "_nvtx.rangePushA"]
+    assert table["gpu_switches"] == ["_jit_set_nvfuser_enabled", "_set_cudnn_allow_tf32"]
+    assert run_tool("gen_torch_c_cuda.py", "--torch-dir", str(tmp_path / "torch"), "--out", str(out), "--check")
+
+
+def test_torch_c_cuda_table_is_up_to_date_with_the_installed_torch():
+    import torch
+
+    from ascend_compat import data
+
+    made_from = data.load_table("torch_c_cuda.json")["_source"].split()[1]
+    if torch.__version__.split("+")[0] != made_from or torch.version.cuda:
+        pytest.skip(f"the table was made from torch {made_from}'s CPU build")
+    run_tool("gen_torch_c_cuda.py", "--check")

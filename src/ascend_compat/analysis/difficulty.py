@@ -36,6 +36,9 @@ def _library_name(f: Finding) -> str:
     """The listed library a cuda-library finding is about (its import or a use site)."""
     name = f.message.split(":", 1)[0].replace("import of ", "")
     rec = libraries.lookup(name)
+    if rec is not None and rec.dropin and not rec.provided(name.rsplit(".", 1)[0] if "." in name else name) \
+            and not rec.provided(name):
+        return name  # a part the drop-in does not provide (apex.contrib)
     return rec.name if rec is not None else name
 
 

@@ -51,6 +51,10 @@ class FileResult:
     error: Optional[str] = None
     error_kind: Optional[str] = None
     suppressed: int = 0
+    #: what the file tells the rest of the project (:class:`ascend_compat.analysis.project.FileFacts`); not reported
+    facts: Optional[object] = field(default=None, compare=False, repr=False)
+    #: set by a second pass that found nothing the project's facts could change (internal to the analysis)
+    reused: bool = field(default=False, compare=False, repr=False)
 
     @property
     def not_analysed(self) -> bool:

@@ -38,7 +38,7 @@ from ascend_compat.analysis.findings import FileResult, Finding
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
-ANALYZER_VERSION = "1"
+ANALYZER_VERSION = "2"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
@@ -49,12 +49,18 @@ KEYWORDS = _rules().triggers
 #: starts with a literal is found by the regex engine's fast prefix scan, an alternation is not
 _EXTRA = _rules().trigger_patterns
 _TRIGGER_IMPORTS = _rules().trigger_imports
+#: string-literal prefixes (nvcc options, tool names), found right after a quote by one regex (quotes unified)
+_STRINGS = re.compile('"(?:' + "|".join(re.escape(p) for p in sorted(
+    {p for ps in _rules().trigger_strings.values() for p in ps}, key=len, reverse=True)) + ")") \
+    if _rules().trigger_strings else None
 _TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 #: the newline before a top-level statement (a regex starting with a literal is scanned fast)
 _BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
 #: parse everything when the selected statements cover more than this share of the file
 _FULL_PARSE_SHARE = 0.6
+#: shorter files are parsed whole
+_CHUNK_MIN_LINES = 200
 
 
 @dataclass
@@ -62,6 +68,10 @@ class ScanOptions:
     torch_npu_version: Optional[str] = None
     max_bytes: int = DEFAULT_MAX_BYTES
     cache_dir: Optional[str] = None
+    #: resolve what the checked files tell each other (:mod:`ascend_compat.analysis.project`) in scan_targets
+    project: bool = True
+    #: the project's facts, set for the second pass (:class:`~ascend_compat.analysis.project.ProjectFacts`)
+    project_facts: Optional[object] = None
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -161,8 +171,11 @@ def _lines_of_all(text: str, positions: List[int]) -> List[int]:
     return out
 
 
-def hot_positions(text: str) -> Tuple[List[int], bool]:
-    """Offsets of trigger words and import lines, and whether the file can have findings at all."""
+def hot_positions(text: str, words=(), import_starts: Optional[List[int]] = None) -> Tuple[List[int], bool]:
+    """Offsets of trigger words and import lines, and whether the file can have findings at all.
+
+    ``words``: more trigger identifiers (the project facts' symbols, matched as whole identifiers);
+    ``import_starts``: filled with the offsets of the import lines."""
     low = text.lower()
     pos = []
     for kw in KEYWORDS:
@@ -172,6 +185,10 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
             i = low.find(kw, i + 1)
     for rx in _EXTRA:
         pos.extend(m.start() for m in rx.finditer(low))
+    if _STRINGS is not None:  # (quotes unified: the same length, so offsets stay those of the text)
+        pos.extend(m.start() for m in _STRINGS.finditer(low.replace("'", '"')))
+    if words:
+        pos.extend(_name_positions(text, words))
     relevant = bool(pos)
     # rebinding the name torch (torch = ...) changes what later lines resolve to
     i = text.find("torch")
@@ -185,14 +202,34 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
         m = _IMPORT_LINE.match(text, start)
         if m is not None and m.end() > i:
             pos.append(start)
+            if import_starts is not None:
+                import_starts.append(start)
             if not relevant:
                 mod = m.group(1) or m.group(2)
                 root = mod.split(".", 1)[0]
-                if root in _TRIGGER_IMPORTS or (root == "torch" and (m.group(1) or " as " in (m.group(3) or ""))):
+                if root in _TRIGGER_IMPORTS or (root == "torch" and _binds_tracked_torch_name(text, start)):
                     relevant = True
         i = text.find("import", max(i + 6, m.end() if m is not None else 0))
     pos.sort()
     return pos, relevant
+
+
+def _binds_tracked_torch_name(text: str, start: int) -> bool:
+    """Whether the torch import at ``start`` binds a name whose uses can be CUDA references holding no trigger
+    word (``from torch import load``, ``import torch as t``, ``from torch import *``); ``from torch.utils.data
+    import DataLoader`` binds none, so it does not make a file worth parsing by itself."""
+    from ascend_compat.analysis.project import import_targets
+    from ascend_compat.analysis.visitor import needs_tracking
+
+    line_end = text.find("\n", start)
+    line = text[start:line_end if line_end != -1 else len(text)]
+    if " as " not in line and not line.lstrip().startswith("from"):
+        return False  # ``import torch.x``: its uses spell out torch.x...
+    star = "*" in line
+    for target in import_targets(text, [start], "", False):
+        if target.split(".", 1)[0] == "torch" and (star or needs_tracking(target)):
+            return True
+    return False
 
 
 def _is_word_char(c: str) -> bool:
@@ -214,37 +251,92 @@ def _name_positions(text: str, names) -> List[int]:
     return out
 
 
-def _analyse_python(path: str, text: str, opts: ScanOptions):
-    """Findings for Python source; SyntaxError propagates (only from a whole-file parse)."""
-    from ascend_compat.analysis.visitor import PyAnalyzer
+def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict] = None):
+    """Findings for Python source; SyntaxError propagates (only from a whole-file parse).
 
-    base, relevant = hot_positions(text)
+    With ``sink`` (project mode), ``sink["facts"]`` receives the file's
+    :class:`~ascend_compat.analysis.project.FileFacts`. With project facts (the second pass), the symbols its
+    imports can reach are trigger words too; when it names none of them and the project gives none of its own
+    definitions a meaning, ``sink["reused"]`` is set and nothing is analysed: the first pass's result stands."""
+    from ascend_compat.analysis import project as _project
+
+    facts = opts.project_facts
+    starts: Optional[List[int]] = [] if sink is not None else None
+    base, relevant = hot_positions(text, (), starts)
+    module = _project.module_name(path) if sink is not None or facts is not None else None
+    if sink is not None:
+        imports = _project.import_targets(text, starts, module, path.endswith("__init__.py"))
+        sink["facts"] = _project.FileFacts(module=module, imports=imports)
+        if facts is not None:
+            names = facts.reachable(imports)
+            named = _name_positions(text, names) if names else []
+            if not named and module not in facts.back_modules():
+                sink["reused"] = True
+                return []
+            if named:
+                base = sorted(base + named)
+                relevant = True
     if not relevant:
         return []
+    analyzer = _analyse_relevant(path, text, opts, base, module, starts)
+    if sink is not None:
+        sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
+    return analyzer.findings
+
+
+def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str) -> set:
+    """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``):
+    they are trigger words from the first round on, instead of being found by one more round."""
+    from ascend_compat.analysis.project import import_bindings
+    from ascend_compat.analysis.visitor import needs_tracking
+
+    if starts is None:
+        starts = []
+        hot_positions(text, (), starts)
+    out = set()
+    for qual, name in import_bindings(text, starts, module, path.endswith("__init__.py")):
+        if name != "*" and name != qual and (needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS):
+            out.add(name)
+    return out
+
+
+def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], module: Optional[str],
+                      starts: Optional[List[int]] = None):
+    """The finished analyzer of a file that can have findings (hot positions ``base``; ``starts``: the offsets
+    of its import lines, when known)."""
+    from ascend_compat.analysis.visitor import PyAnalyzer
+
+    def make(hot=None):
+        return PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot, module_name=module,
+                          project=opts.project_facts)
+
     total_lines = text.count("\n") + 1
-    spans = _chunks(text) if total_lines > 200 else [(0, len(text))]
-    seeds: set = set()
+    spans = _chunks(text) if total_lines > _CHUNK_MIN_LINES else [(0, len(text))]
+    seeds: set = _import_seeds(text, starts, module, path)
     trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
         extra = _name_positions(text, seeds)
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)
-        analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
+        analyzer = make(hot)
         if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
-            analyzer = PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot)
+            analyzer = make(hot)
             if "full" not in trees:
                 trees["full"] = _parse(text, path)
             analyzer.feed(trees["full"])
         if analyzer.star_imports and analyzer.hot is not None:
             # names a star import binds can be used anywhere without a trigger word: visit everything
-            analyzer = PyAnalyzer(path, text, opts.torch_npu_version)
+            analyzer = make()
             analyzer.feed(_parse(text, path))
-            return analyzer.finish()
+            analyzer.finish()
+            return analyzer
         new = analyzer.dynamic_names - seeds
         if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
-            return analyzer.finish()
+            analyzer.finish()
+            return analyzer
         seeds |= new
-    return analyzer.finish()
+    analyzer.finish()
+    return analyzer
 
 
 def _touches(spans: List[Tuple[int, int]], lines: List[int]) -> bool:
@@ -476,7 +568,11 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
         result.lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     try:
         if kind == "python":
-            findings = _analyse_python(path, text, opts)
+            sink = {} if opts.project else None
+            findings = _analyse_python(path, text, opts, sink)
+            if sink:
+                result.facts = sink.get("facts")
+                result.reused = sink.get("reused", False)
         elif kind == "notebook":
             result.findings = _notebook(path, text, opts, result)
             return
@@ -504,14 +600,22 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
 # ------------------------------------------------------------------------------ cache
 def _cache_key(data: bytes, kind: str, opts: ScanOptions) -> str:
     h = hashlib.blake2b(data, digest_size=20)
-    h.update(f"\0{kind}\0{ANALYZER_VERSION}\0{opts.torch_npu_version}\0{opts.max_bytes}".encode())
+    facts = opts.project_facts.digest() if opts.project_facts is not None else ""
+    h.update(f"\0{kind}\0{ANALYZER_VERSION}\0{opts.torch_npu_version}\0{opts.max_bytes}\0{opts.project}\0{facts}"
+             .encode())
     return h.hexdigest()
 
 
 def _cache_get(cache_dir: str, key: str) -> Optional[FileResult]:
+    from ascend_compat.analysis.project import FileFacts
+
     try:
         with open(os.path.join(cache_dir, key[:2], key + ".json"), encoding="utf-8") as fh:
-            return FileResult.from_dict(json.load(fh))
+            doc = json.load(fh)
+        result = FileResult.from_dict(doc)
+        if doc.get("facts") is not None:
+            result.facts = FileFacts.from_dict(doc["facts"])
+        return result
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -521,8 +625,10 @@ def _cache_put(cache_dir: str, key: str, result: FileResult) -> None:
     try:
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+        doc = result.to_dict()
+        doc["facts"] = result.facts.to_dict() if result.facts is not None else None
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh)
+            json.dump(doc, fh)
         os.replace(tmp, os.path.join(d, key + ".json"))
     except OSError:
         pass  # a cache that cannot be written is just not used
@@ -558,8 +664,43 @@ def _work(item: Tuple[int, str, str]) -> Tuple[int, FileResult]:
 
 def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, jobs: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None) -> List[FileResult]:
-    """Analyse targets, in parallel when worthwhile; results in target order."""
+    """Analyse targets, in parallel when worthwhile; results in target order. With ``opts.project`` (the
+    default), what the files tell each other is resolved in further passes over the files it can change
+    (:mod:`ascend_compat.analysis.project`)."""
+    from dataclasses import replace
+
+    from ascend_compat.analysis.project import MAX_ROUNDS, ProjectFacts
+
     opts = opts or ScanOptions()
+    results = _scan_each(targets, opts, jobs, progress)
+    if not opts.project:
+        return results
+    facts = [r.facts for r in results]
+    previous = None
+    for _ in range(MAX_ROUNDS):
+        project = ProjectFacts(facts)
+        if not project or (previous is not None and project.same_as(previous)):
+            break
+        if previous is None:
+            redo = [i for i, f in enumerate(facts) if project.affects(f)]
+        else:  # a later round: only the files the new facts reach
+            change = project.changed_since(previous)
+            redo = [i for i, f in enumerate(facts) if project.affected_by_change(f, change)]
+        if not redo:
+            break
+        again = _scan_each([targets[i] for i in redo], replace(opts, project_facts=project), jobs, None)
+        for i, r in zip(redo, again):
+            if not r.reused:  # (reused: the facts cannot change it; the earlier result stands)
+                results[i], facts[i] = r, r.facts
+        previous = project
+    for r in results:
+        r.facts = None  # internal to the analysis
+    return results
+
+
+def _scan_each(targets: Sequence[Target], opts: ScanOptions, jobs: Optional[int],
+               progress: Optional[Callable[[int, int], None]]) -> List[FileResult]:
+    """Each target analysed on its own, in parallel when worthwhile; results in target order."""
     n = len(targets)
     jobs = jobs or os.cpu_count() or 1
     items = [(i, t.path, t.kind) for i, t in enumerate(targets)]

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
-from ascend_compat.analysis.rules import nccl_backend
+from ascend_compat.analysis.rules import cuda_library, nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
 from ascend_compat.analysis.rules.base import const_str as _const_str
-from ascend_compat.knowledge import backends, devices
+from ascend_compat.knowledge import backends, devices, env_vars
+from ascend_compat.knowledge.records import MANUAL, PARTIAL
 
 DEVICE_STR = re.compile(r"cuda(:\d+)?\Z")
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
@@ -34,6 +36,8 @@ ENV_GETTERS = frozenset({"os.getenv", "os.putenv", "os.unsetenv", "os.environ.ge
 _DEVICE_NAME = re.compile(r"(?:^|_)(?:device|devices|dev|map_location|device_type|accelerator)(?:$|_)", re.I)
 _BACKEND_NAME = re.compile(r"backend", re.I)
 
+#: the knowledge record of an environment variable name (cached: tried for upper-case string constants)
+_env_var = functools.lru_cache(maxsize=4096)(env_vars.lookup)
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
@@ -52,10 +56,12 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class _Scope:
-    __slots__ = ("aliases", "idx", "ancestors", "kind")
+    __slots__ = ("aliases", "idx", "ancestors", "kind", "globals")
 
     def __init__(self, idx: int, ancestors: Tuple[int, ...], kind: str):
         self.aliases: Dict[str, Optional[str]] = {}
+        #: names a ``global`` statement declares in this (function) scope: bound in the module scope
+        self.globals: Set[str] = set()
         self.idx = idx
         self.ancestors = ancestors
         self.kind = kind
@@ -112,11 +118,21 @@ class PyAnalyzer:
 
     def __init__(self, path: str, text: str, torch_npu_version: Optional[str] = None,
                  cell: Optional[int] = None, hot_lines: Optional[List[int]] = None,
-                 registry: Optional[_registry.Registry] = None):
+                 registry: Optional[_registry.Registry] = None, module_name: Optional[str] = None,
+                 project=None):
         """``hot_lines``: sorted line numbers that may matter; statements touching none of them are
         skipped (recorded in :attr:`skipped`). None = visit everything. ``registry``: the rules
-        (default: every rule module of the package)."""
+        (default: every rule module of the package). ``module_name``: the file's dotted module name
+        (relative imports resolve against it); ``project``: the checked project's
+        :class:`~ascend_compat.analysis.project.ProjectFacts` (None: the file alone)."""
         self.reg = registry or _registry.default()
+        self.module_name = module_name
+        self.is_package = path.endswith("__init__.py")
+        self.project = project
+        #: module-level functions of the file: name -> (first line, last line)
+        self.module_defs: Dict[str, Tuple[int, int]] = {}
+        #: other modules' names (absolute) this file uses as a device
+        self.device_uses: Set[str] = set()
         self._hooks = self.reg.hooks
         self._value_hooks = self.reg.string_hooks["value"]
         self.path = path
@@ -153,17 +169,33 @@ class PyAnalyzer:
             ast.Call: self._call, ast.Attribute: self._attribute, ast.Name: self._name,
             ast.Compare: self._compare, ast.Subscript: self._subscript, ast.Dict: self._dict,
             ast.Constant: self._constant, ast.Return: self._return, ast.Try: self._try,
-            ast.AugAssign: self._augassign,
+            ast.AugAssign: self._augassign, ast.If: self._if, ast.JoinedStr: self._joined, ast.Expr: self._expr,
+            ast.Global: self._global,
         }
+        if hasattr(ast, "TryStar"):
+            self._dispatch[ast.TryStar] = self._try
         #: per-rule data a rule keeps while the file is visited (keyed by rule id)
         self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self.guarded = 0
+        #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
+        #: so it does not erase a CUDA alias another branch gave the name (``except ImportError: xops = None``)
+        self.alternative = 0
+        #: (scope index, name) of names bound by an optional (guarded) import
+        self.optional: Set[Tuple[int, str]] = set()
+        #: string constants bound to a name, that name -> [(node, cell)]: an environment variable's name when
+        #: the name is used as one (``key = "NCCL_DEBUG"; os.environ[key] = ...``)
+        self.env_candidates: Dict[str, List[tuple]] = {}
+        self.env_uses: Set[str] = set()
         #: argparse destinations declared ``type=int`` (``args.gpu``)
         self.int_attrs: Set[str] = set()
         #: names bound to NumPy arrays created with NumPy's default float64 dtype
         self.f64_arrays: Set[str] = set()
         self._function_names: List[str] = []
+        #: names of the functions being visited, innermost last ("" for a class body)
+        self.function_stack = self._function_names
+        #: the definitions of the functions being visited, innermost last
+        self.function_nodes: List[ast.AST] = []
 
     # ------------------------------------------------------------------ plumbing
     def feed(self, tree: ast.AST) -> None:
@@ -209,6 +241,18 @@ class PyAnalyzer:
             elif isinstance(v, ast.AST):
                 self.visit(v)
 
+    def _expr(self, node: ast.Expr) -> None:
+        if type(node.value) not in (ast.Constant, ast.JoinedStr):  # a bare string (a docstring) does nothing
+            self.visit(node.value)
+
+    def _joined(self, node: ast.JoinedStr) -> None:
+        values = node.values
+        if values and type(values[0]) is ast.Constant and type(values[0].value) is str:
+            for hook in self._hooks["on_joined"]:
+                hook(self, node, values[0].value)
+        for x in values:
+            self.visit(x)
+
     def _constant(self, node: ast.Constant) -> None:
         if type(node.value) is str:
             for hook in self._value_hooks:
@@ -242,7 +286,15 @@ class PyAnalyzer:
         return None
 
     def _bind(self, name: str, qual: Optional[str]) -> None:
-        self.scopes[-1].aliases[name] = qual
+        scope = self.scopes[-1]
+        aliases = (self.module if name in scope.globals else scope).aliases
+        if qual is None and self.alternative and aliases.get(name) is not None:
+            return  # a name is CUDA-bound if any branch binds it to CUDA code
+        aliases[name] = qual
+        if qual is not None and self.project is not None and name in self.project.words:
+            self.dynamic_names.add(name)  # a project fact's symbol: its uses may hold no trigger word
+        if self.guarded and qual is not None:
+            self.optional.add((self.scopes[-1].idx, name))
         if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):
             self.dynamic_names.add(name)
 
@@ -328,21 +380,38 @@ class PyAnalyzer:
     def _import(self, node: ast.Import) -> None:
         for a in node.names:
             if not self._on_import(node, a.name) and a.asname:
-                self._import_line(node, a.name)
+                self._import_line(a if getattr(a, "lineno", None) else node, a.name)
             if a.asname:
                 self._bind(a.asname, a.name)
             else:
                 top = a.name.split(".", 1)[0]
                 self._bind(top, top)
 
+    def _global(self, node: ast.Global) -> None:
+        self.scopes[-1].globals.update(node.names)
+
+    def _dynamic_import(self, value) -> Optional[str]:
+        """The module ``importlib.import_module("name")`` imports (a constant absolute name), else None."""
+        if type(value) is ast.Call and value.args and type(value.func) in (ast.Name, ast.Attribute) \
+                and self.qual(value.func) == "importlib.import_module":
+            s = _const_str(value.args[0])
+            if s and not s.startswith(".") and len(value.args) == 1:
+                return s
+        return None
+
     def _import_from(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module:
+        mod = node.module
+        if node.level:
+            from ascend_compat.analysis.project import resolve_relative
+
+            mod = resolve_relative(self.module_name, self.is_package, node.level, node.module) \
+                if self.module_name else None
+        if not mod:
             for a in node.names:
                 self._bind(a.asname or a.name, None)
             return
-        mod = node.module
         reported = self._on_import(node, mod, [a.name for a in node.names])
-        if not reported and any(a.name == "*" for a in node.names):
+        if not reported and not node.level and any(a.name == "*" for a in node.names):
             self.star_imports.append(None)  # names of an unlisted module: star-bound names are ambiguous
         for a in node.names:
             if a.name == "*":
@@ -350,8 +419,8 @@ class PyAnalyzer:
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
                 reported = self._on_import(node, q)
-            if not reported:
-                self._import_line(node, q)
+            if not reported:  # each name at its own line (a multi-line import names one per line)
+                self._import_line(a if getattr(a, "lineno", None) else node, q)
             self._bind(a.asname or a.name, q)
 
     def _try(self, node: ast.Try) -> None:
@@ -361,10 +430,38 @@ class PyAnalyzer:
             self._visit_all(node.body)
         finally:
             self.guarded -= guarded
-        for h in node.handlers:
-            self.visit(h)
+        self.alternative += 1
+        try:
+            for h in node.handlers:
+                self.visit(h)
+        finally:
+            self.alternative -= 1
         self._visit_all(node.orelse)
         self._visit_all(node.finalbody)
+
+    def _if(self, node: ast.If) -> None:
+        test = node.test.operand if type(node.test) is ast.UnaryOp and type(node.test.op) is ast.Not else node.test
+        if not (type(test) is ast.Name and self.is_optional(test)):
+            self.visit(node.test)  # (``if amp:`` only tests whether an optional import worked: no use of it)
+        self.alternative += 1
+        try:
+            self._visit_all(node.body)
+            self._visit_all(node.orelse)
+        finally:
+            self.alternative -= 1
+
+    def is_optional(self, node) -> bool:
+        """Whether the name a Name/Attribute chain starts from was bound by an optional (guarded) import."""
+        while type(node) is ast.Attribute:
+            node = node.value
+        if type(node) is not ast.Name:
+            return False
+        for scope in reversed(self.scopes):
+            if scope.kind == "class" and scope is not self.scopes[-1]:
+                continue
+            if node.id in scope.aliases:
+                return (scope.idx, node.id) in self.optional
+        return False
 
     def _params(self, args: ast.arguments) -> List[ast.arg]:
         ps = list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs)
@@ -374,7 +471,12 @@ class PyAnalyzer:
         return ps
 
     def _function(self, node) -> None:
+        if not self._function_names:
+            lo = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            self.module_defs[node.name] = (lo, node.end_lineno or node.lineno)
         self._visit_all(node.decorator_list)
+        for hook in self._hooks["on_def"]:
+            hook(self, node)
         a = node.args
         positional = list(getattr(a, "posonlyargs", [])) + list(a.args)
         defaults = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
@@ -389,7 +491,9 @@ class PyAnalyzer:
         for p, d in defaults:
             self._candidate(p.arg, d)
         self._function_names.append(node.name)
+        self.function_nodes.append(node)
         self._visit_all(node.body)
+        self.function_nodes.pop()
         self._function_names.pop()
         self._pop()
         del scope
@@ -426,17 +530,25 @@ class PyAnalyzer:
                 if type(value) is ast.Call and self.numpy_float64(value):
                     self.f64_arrays.add(t.id)
                 q = self.qual(value) if value is not None and type(value) in (ast.Name, ast.Attribute) else None
-                self._bind(t.id, q if q and self._interesting(q) else None)
+                dyn = self._dynamic_import(value)
+                if dyn is not None:
+                    self._bind(t.id, dyn)  # a module imported by name is bound like an import of it
+                else:
+                    self._bind(t.id, q if q and self._interesting(q) else None)
                 if value is not None:
                     self._candidate(t.id, value)
+                    self._env_candidate(t.id, value)
             elif type(t) is ast.Attribute:
                 self.visit(t)
                 if value is not None:
                     self._attr_candidate(t.attr, value)
             elif type(t) in (ast.Tuple, ast.List):
-                for el in t.elts:
+                pairs = value.elts if type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(t.elts) else ()
+                for k, el in enumerate(t.elts):
                     if type(el) is ast.Name:
                         self._bind(el.id, None)
+                        if pairs:
+                            self._env_candidate(el.id, pairs[k])
                     else:
                         self.visit(el)
             else:
@@ -444,6 +556,13 @@ class PyAnalyzer:
         if value is not None:
             for hook in self._hooks["on_assign"]:
                 hook(self, node, targets, value, False)
+
+    def _env_candidate(self, name: str, value) -> None:
+        """A name bound to a string that names an environment variable the rules know."""
+        s = _const_str(value)
+        if s is not None and "_" in s and s.isupper() and _env_var(s) is not None:
+            self.env_candidates.setdefault(name, []).append((value, self.cell))
+            self.dynamic_names.add(name)
 
     def _interesting(self, q: str) -> bool:
         """Whether an alias bound to ``q`` must be followed (its uses may be CUDA references)."""
@@ -529,6 +648,8 @@ class PyAnalyzer:
             return
         self.visit(node.value)
         fname = self._function_names[-1] if self._function_names else ""
+        for hook in self._hooks["on_return"]:
+            hook(self, node, fname)
         if fname and _is_device_name(fname):
             self._report_devices(self._device_nodes(node.value))
 
@@ -567,6 +688,9 @@ class PyAnalyzer:
                 return
         if t is ast.Name:
             self._use("device", expr.id)
+            q = self._lookup(expr.id)
+            if q is not None and q != expr.id and "." in q:
+                self.device_uses.add(q)  # another module's name used as a device
             return
         if t is ast.Attribute and type(expr.value) in (ast.Name, ast.Attribute):
             if allow_int and expr.attr in self.int_attrs:
@@ -605,8 +729,17 @@ class PyAnalyzer:
     def _use(self, kind: str, name: str) -> None:
         self.uses.setdefault((kind, name), set()).add(self.scopes[-1].idx)
 
+    def _project_kind(self, e) -> Optional[str]:
+        """"device"/"backend" when ``e`` names another module's constant holding a CUDA device/NCCL string."""
+        if self.project is None or type(e) not in (ast.Name, ast.Attribute):
+            return None
+        q = self.qual(e)
+        return self.project.device_consts.get(q) if q is not None else None
+
     def is_device_expr(self, e) -> bool:
         t = type(e)
+        if self.project is not None and self._project_kind(e) == "device":
+            return True
         if t is ast.Name:
             return _is_device_name(e.id)
         if t is ast.Attribute:
@@ -619,6 +752,8 @@ class PyAnalyzer:
 
     def is_backend_expr(self, e) -> bool:
         t = type(e)
+        if self.project is not None and self._project_kind(e) == "backend":
+            return True
         if t is ast.Name:
             return bool(_BACKEND_NAME.search(e.id))
         if t is ast.Attribute:
@@ -638,6 +773,10 @@ class PyAnalyzer:
         operands = [node.left] + list(node.comparators)
         for hook in self._hooks["on_compare"]:
             hook(self, node, operands)
+        if len(operands) == 2 and type(node.ops[0]) in (ast.Is, ast.IsNot) \
+                and any(type(o) is ast.Constant and o.value is None for o in operands) \
+                and any(type(o) is ast.Name and self.is_optional(o) for o in operands):
+            return  # ``xops is not None``: whether an optional import worked, no use of it
         for o in operands:
             s = _const_str(o)
             if s is not None:
@@ -656,6 +795,9 @@ class PyAnalyzer:
             if type(sl.value) is str:
                 self._string(sl, sl.value, "key")
         else:
+            if type(sl) is ast.Name and type(node.value) in (ast.Name, ast.Attribute) \
+                    and self.qual(node.value) == "os.environ":
+                self.env_uses.add(sl.id)  # os.environ[key]: the string key holds is a variable's name
             self.visit(sl)
 
     def _dict(self, node: ast.Dict) -> None:
@@ -676,21 +818,35 @@ class PyAnalyzer:
         if q is not None:
             c = self.classify(q)
             if c is not None:
-                rule, handling, msg, sugg = c
+                rule, handling, msg, sugg = self._optional_use(node, c)
                 self.report(node, rule, msg, sugg, handling)
                 return
         for hook in self._hooks["on_attribute"]:
             hook(self, node, q)
-        if q is None:
-            self.visit(node.value)
+        self.visit(node.value)  # unclassified: its base may be (``ProcessGroupNCCL.Options``)
 
     def _name(self, node: ast.Name) -> None:
         q = self._lookup(node.id)
         if q is not None and q != node.id:
             c = self.classify(q)
             if c is not None:
-                rule, handling, msg, sugg = c
+                rule, handling, msg, sugg = self._optional_use(node, c)
                 self.report(node, rule, f"{msg} (imported as {node.id})", sugg, handling)
+
+    def _optional_use(self, node, c):
+        """A use of a library name bound from a part its drop-in lacks is manual; a use of a library name bound
+        by an optional import runs only where the library is there: a manual use is then partial (the code's
+        other branch is the Ascend path)."""
+        if c[0] == "cuda-library":
+            root = node
+            while type(root) is ast.Attribute:
+                root = root.value
+            if type(root) is ast.Name:
+                c = cuda_library.adjust_use(self, root.id, c)
+        rule, handling, msg, sugg = c
+        if handling == MANUAL and rule == "cuda-library" and self.is_optional(node):
+            return rule, PARTIAL, msg + "; optional (bound by an import guarded by except ImportError)", sugg
+        return c
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
@@ -698,10 +854,15 @@ class PyAnalyzer:
         attr = func.attr if type(func) is ast.Attribute else None
         for hook in self._hooks["on_call"]:
             hook(self, node, q, attr)
+        mod = self._dynamic_import(node) if q == "importlib.import_module" else None
+        if mod is not None and not self._on_import(node, mod):
+            self._import_line(node, mod)
         if q in ENV_GETTERS and node.args:
             s = _const_str(node.args[0])
             if s is not None:
                 self._string(node.args[0], s, "env")
+            elif type(node.args[0]) is ast.Name:
+                self.env_uses.add(node.args[0].id)
         if attr == "add_argument" or attr == "add_option":
             self._argparse(node)
         # children
@@ -742,7 +903,11 @@ class PyAnalyzer:
     # ------------------------------------------------------------------ results
     def finish(self) -> List[Finding]:
         """Resolve deferred device/backend candidates; return the findings sorted by position."""
+        used_elsewhere = self.project.used_devices if self.project is not None and self.module_name else ()
         for (kind, sidx, name), nodes in self.candidates.items():
+            if sidx == self.module.idx and kind == "device" and f"{self.module_name}.{name}" in used_elsewhere:
+                self._report_deferred(kind, nodes)  # another module of the project uses it as a device
+                continue
             scopes = self.uses.get((kind, name))
             if not scopes:
                 continue
@@ -751,6 +916,10 @@ class PyAnalyzer:
         for (kind, attr), nodes in self.attr_candidates.items():
             if (kind, attr) in self.attr_uses:
                 self._report_deferred(kind, nodes)
+        for name in self.env_uses & self.env_candidates.keys():
+            for node, cell in self.env_candidates[name]:
+                self._in_cell(cell)
+                self._string(node, node.value, "env")
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
         return self.findings
 

@@ -75,6 +75,7 @@ __all__ = [
     "python_support",
     "recommended",
     "recommended_combination",
+    "torch_c_cuda",
 ]
 
 
@@ -369,3 +370,12 @@ def recommended(torch_version: str) -> Optional[Dict[str, Any]]:
 def recommended_combination() -> Dict[str, Any]:
     """Ascend's currently recommended combination: ``torch_npu``, ``torch``, ``cann``, ``python``."""
     return dict(load_table("version_matrix.json")["recommended"])
+
+
+@functools.lru_cache(maxsize=1)
+def torch_c_cuda() -> Tuple[FrozenSet[str], FrozenSet[str]]:
+    """The private ``torch._C`` names about CUDA (``torch_c_cuda.json``, from torch's type stubs), relative to
+    ``torch._C``: (names torch registers only in CUDA builds (a submodule's members dotted: ``"_cudnn.getVersionInt"``),
+    switches of CUDA-only technologies every build has: ``"_jit_set_nvfuser_enabled"``)."""
+    table = load_table("torch_c_cuda.json")
+    return frozenset(table["cuda_build"]), frozenset(table["gpu_switches"])

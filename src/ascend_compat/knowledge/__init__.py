@@ -15,9 +15,10 @@ and by the simulated NPU; ``numerics`` names what Ascend computes differently fr
 float64 run in float32) with the switch that controls it, for ``compare``'s "as on Ascend" section.
 """
 from ascend_compat.knowledge.records import (AUTO, EVERY, MANUAL, PARTIAL, VERDICTS, Construct, CudaName, EnvVar,
-                                             Library, Versions)
+                                             Library, Switch, Versions)
 from ascend_compat.knowledge import (backends, compile, cuda_names, devices, env_vars, extensions, libraries, numerics,
                                      operators)
 
 __all__ = ["AUTO", "PARTIAL", "MANUAL", "VERDICTS", "EVERY", "Versions", "EnvVar", "Library", "Construct", "CudaName",
-           "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions", "compile", "numerics", "operators"]
+           "Switch", "cuda_names", "env_vars", "libraries", "devices", "backends", "extensions", "compile", "numerics",
+           "operators"]

@@ -18,11 +18,10 @@ _IGNORED_NCCL = "ignored on Ascend: HCCL reads only HCCL_* variables"
 RECORDS: tuple[EnvVar, ...] = (
     EnvVar("CUDA_VISIBLE_DEVICES", "cuda-env", AUTO, "ASCEND_RT_VISIBLE_DEVICES",
            "the shim maps it, reading it as CUDA does (-1 or an invalid id hides the devices from there on) "
-           "and sorting the ids, which torch_npu needs ascending", "visible_devices", True, ("0", "0"),
-           migrate_renames=True),
+           "and sorting the ids, which torch_npu needs ascending", "visible_devices", True, ("0", "0")),
     EnvVar("PYTORCH_CUDA_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it; keys the NPU allocator does not know are dropped with a warning",
-           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True"), migrate_renames=True),
+           "alloc_conf", True, ("expandable_segments:True", "expandable_segments:True")),
     EnvVar("PYTORCH_ALLOC_CONF", "cuda-env", AUTO, "PYTORCH_NPU_ALLOC_CONF",
            "the shim maps it like PYTORCH_CUDA_ALLOC_CONF", "alloc_conf", True,
            ("expandable_segments:True", "expandable_segments:True")),
@@ -64,17 +63,20 @@ RECORDS: tuple[EnvVar, ...] = (
            "NPU ids are always in PCI bus order; the variable is ignored"),
     EnvVar("CUDA_DEVICE_MAX_CONNECTIONS", "cuda-env-other", PARTIAL, None,
            "Megatron's overlap setting has no NPU equivalent (MindSpeed handles it)"),
+    EnvVar("CUDA_MPS_*", "cuda-env-other", PARTIAL, None,
+           "NVIDIA's multi-process service has no Ascend counterpart; the variable is ignored"),
     EnvVar("CUDA_HOME", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
     EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
-    EnvVar("TORCH_CUDA_ARCH_LIST", "cuda-extension", MANUAL, None,
-           "CUDA architectures mean nothing on NPU; AscendC ops target a SoC"),
+    EnvVar("TORCH_CUDA_ARCH_LIST", "cuda-env-other", PARTIAL, None,
+           "CUDA architectures mean nothing on NPU (AscendC ops target a SoC), so the variable is ignored; the CUDA "
+           "build it steers is reported where the build is declared"),
 )
 
 BY_NAME: dict[str, EnvVar] = {r.name: r for r in RECORDS}
 
-#: variable name -> the Ascend name migrate writes instead
+#: variable name -> the Ascend name migrate writes instead (every auto variable but those left to the shim)
 RENAMES: dict[str, str] = dict(r.rewrite for r in RECORDS if r.rewrite)
 
 

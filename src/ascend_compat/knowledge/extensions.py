@@ -58,3 +58,42 @@ def refusal(what: str, record: Optional[Construct] = None) -> str:
     rec = record or BY_NAME["CUDAExtension"]
     advice = rec.advice[0].upper() + rec.advice[1:]
     return f"{what}: {rec.reason} (and no CUDA toolkit is installed). {advice}"
+
+
+# ------------------------------------------------------------------ nvcc command lines
+#: options only NVIDIA's CUDA compiler driver accepts (nvcc's "Command Option Reference"; no host compiler takes
+#: them): a string holding one is a piece of a CUDA build, wherever the build script keeps it
+NVCC_OPTIONS: tuple[str, ...] = (
+    "-gencode", "--generate-code", "--gpu-architecture", "--gpu-code", "--use_fast_math", "-use_fast_math",
+    "--expt-relaxed-constexpr", "-expt-relaxed-constexpr", "--expt-extended-lambda", "-expt-extended-lambda",
+    "--extended-lambda", "-maxrregcount", "--maxrregcount", "--ptxas-options", "-Xptxas", "-Xcompiler",
+    "--compiler-options", "-ccbin", "--compiler-bindir", "-lineinfo", "--generate-line-info", "--relocatable-device-code",
+    "-rdc=", "--default-stream", "-Xcudafe", "--resource-usage", "-Xnvlink", "--nvlink-options", "--ftz=", "--prec-div=",
+    "--prec-sqrt=", "--fmad=", "--keep-device-functions", "--allow-unsupported-compiler",
+    # the half/bfloat16 operator switches of the CUDA headers, set for nvcc by every torch extension build
+    "-U__CUDA_NO_", "-D__CUDA_NO_",
+)
+#: GPU architecture names as builds spell them: ``arch=compute_80,code=sm_80``, ``-arch=sm_90a``, ``compute_75``
+NVCC_ARCH = r"(?:-+(?:arch|gpu-architecture|code)[= ]?)?(?:arch=)?(?:compute|sm|lto)_\d{2,3}[af]?(?:,code=\S*)?"
+#: how a GPU architecture string starts (lower case)
+NVCC_ARCH_HEADS = ("arch=", "compute_", "sm_", "lto_", "-arch", "--gpu-architecture", "-code", "--code")
+
+
+def nvcc_option(value: str) -> Optional[str]:
+    """The nvcc-only option or GPU architecture ``value`` starts with (at its first character), or None."""
+    import re
+
+    text = value
+    if not text or text[0] not in "-acsl":
+        return None
+    for opt in NVCC_OPTIONS:
+        if text.startswith(opt) and (opt.endswith(("=", "_")) or len(text) == len(opt) or not text[len(opt)].isalnum()):
+            return opt
+    m = re.match(NVCC_ARCH, text)
+    return m.group(0) if m is not None and (m.end() == len(text) or not text[m.end()].isalnum()) else None
+
+
+def runs_nvcc(value: str) -> bool:
+    """Whether a string is the nvcc program (``"nvcc"``, ``".../bin/nvcc"``, ``"nvcc -V"``)."""
+    head = value.strip().split(" ", 1)[0].replace("\\", "/")
+    return head.rsplit("/", 1)[-1] in ("nvcc", "nvcc.exe")

@@ -16,6 +16,8 @@ from typing import Optional
 from ascend_compat import _versions
 
 AUTO, PARTIAL, MANUAL = "auto", "partial", "manual"
+#: environment-variable converters of the shim that keep the value's meaning (migrate may rename such variables)
+_SAME_VALUE = (None, "visible_devices", "alloc_conf")
 VERDICTS = (AUTO, PARTIAL, MANUAL)
 
 _PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>|\.\.\.|\bTODO\b|\bXXX\b")
@@ -93,13 +95,29 @@ class EnvVar:
     shim_maps: bool = False
     example: Optional[tuple[str, str]] = None
     versions: Versions = EVERY
-    #: migrate renames the variable to ``ascend`` in the code (the value means the same there)
-    migrate_renames: bool = False
+    #: whether migrate renames the variable to ``ascend`` in the code; None = decided by the one rule of
+    #: :attr:`rewrite` (every variable the shim translates without changing its value is renamed)
+    migrate_renames: Optional[bool] = None
 
     @property
     def rewrite(self) -> Optional[tuple[str, str]]:
-        """``(before, after)`` of migrate's rewrite of the variable's name, or None."""
-        return (self.name, self.ascend) if self.migrate_renames and self.ascend else None
+        """``(before, after)`` of migrate's rewrite of the variable's name, or None.
+
+        Decided once for every variable check rates ``auto``: migrate renames it when its value means the same
+        under the Ascend name (no converter, or one that only validates: visible devices, allocator keys);
+        a variable whose value the shim must convert stays for the shim (:attr:`left_to_shim` says why)."""
+        renames = self.migrate_renames
+        if renames is None:
+            renames = self.verdict == AUTO and self.shim_maps and self.converter in _SAME_VALUE
+        return (self.name, self.ascend) if renames and self.ascend else None
+
+    @property
+    def left_to_shim(self) -> Optional[str]:
+        """Why migrate leaves a variable check rates ``auto`` as it is (the shim translates it), else None."""
+        if self.verdict != AUTO or self.rewrite is not None:
+            return None
+        return (f"the shim converts its value for {self.ascend} ({self.reason}); renaming it would hand "
+                f"{self.ascend} an unconverted value")
 
     @property
     def advice(self) -> str:
@@ -114,7 +132,8 @@ class EnvVar:
 class Library:
     """A CUDA-only (or CUDA-first) third-party library, keyed by import name or dotted prefix.
 
-    ``dropin``: the ascend-compat drop-in module answering its imports under the shim, if any.
+    ``dropin``: the ascend-compat drop-in module answering its imports under the shim, if any; ``provides``: the
+    modules that drop-in answers (the support matrix check and the import hook both read).
     ``example``: a snippet that uses the library's main entry point; under ``ascend-compat run
     --simulate`` it must print ``npu`` for ``auto``/``partial`` drop-ins and raise ImportError for
     ``manual`` ones (the library cannot be installed or does not run on Ascend). ``expect``: for
@@ -129,10 +148,35 @@ class Library:
     example: Optional[str] = None
     expect: Optional[str] = None
     versions: Versions = EVERY
+    #: the modules the drop-in answers -> the ascend-compat module implementing each (``""``: an empty
+    #: package; ``"pkg:attr"``: an attribute of a module); an import of any other module of the library fails
+    provides: tuple = ()
 
     @property
     def advice(self) -> str:
         return self.replacement
+
+    def provided(self, module: str) -> bool:
+        """Whether importing ``module`` (this library or one of its submodules) works under the shim."""
+        return self.dropin is None or module in dict(self.provides)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A call (or keyword argument) of a device-generic library that turns on one of its CUDA-only back-ends.
+
+    ``call``: the method name (``"enable_xformers_memory_efficient_attention"``), or ``"keyword=value"`` for a
+    keyword argument (``"attn_implementation=flash_attention_2"``). ``owner``: the library offering the switch;
+    ``library``: the CUDA-only library it turns on (a :class:`Library` record name); ``verdict`` and ``reason``:
+    what happens on Ascend; ``advice``: the owner's Ascend alternative, one sentence.
+    """
+
+    call: str
+    owner: str
+    library: str
+    verdict: str
+    reason: str
+    advice: str
 
 
 @dataclass(frozen=True)

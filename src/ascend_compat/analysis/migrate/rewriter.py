@@ -83,7 +83,7 @@ class Rewriter(cst.CSTTransformer):
     def _record(self, f: Finding, before: str, after: str, line: Optional[int] = None) -> None:
         self.done.add(id(f))
         self.changes.append(Change(self.path, line or f.line, f.rule, before, after, self.cell))
-        self.needs_torch_npu |= self.reg.needs_torch_npu(f.rule)
+        self.needs_torch_npu |= self.reg.needs_torch_npu(f.rule, f)
 
     def _code(self, node) -> str:
         return self.module.code_for_node(node).strip()
@@ -120,8 +120,8 @@ class Rewriter(cst.CSTTransformer):
     # ------------------------------------------------------------------ .cuda() / .is_cuda / chains
     def leave_Call(self, orig, upd):
         func = upd.func
-        if isinstance(func, cst.Attribute):
-            f = self._take(self._pos(orig), self.reg.rewrite_method)
+        if isinstance(func, cst.Attribute):  # findings of a method call are at the method's name
+            f = self._take(self._pos(orig.func.attr), self.reg.rewrite_method)
             if f is not None and func.attr.value == self.reg.rewrite_method[f.rule][0]:
                 new_name = self.reg.rewrite_method[f.rule][1]
                 self._record(f, f".{func.attr.value}(", f".{new_name}(")

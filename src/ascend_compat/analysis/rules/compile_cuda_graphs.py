@@ -7,7 +7,8 @@ RULE = Rule('compile-cuda-graphs', 'graphs', PARTIAL, 'torch.compile mode that u
             'mode="reduce-overhead"/"max-autotune" rely on CUDA graphs and Triton autotuning. On NPU '
             'inductor needs triton-ascend (or torchair); compilation may fail or fall back to eager.',
             "drop the mode, or compile with torchair's NPU backend (torchair.get_npu_backend()).", order=11)
-TRIGGERS = ("reduce-overhead", "max-autotune", "cuda")
+TRIGGERS = ("cuda",)
+TRIGGER_STRINGS = ("reduce-overhead", "max-autotune")  # torch.compile modes, string literals
 
 
 def qualname(q: str, version):

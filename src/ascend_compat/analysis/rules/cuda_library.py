@@ -14,7 +14,7 @@ import ast
 import builtins
 import re
 
-from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule
+from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule
 from ascend_compat.knowledge import libraries
 
 #: the knowledge record of a name (cached: looked up for every import / key string)
@@ -23,7 +23,8 @@ _lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
 RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
             'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
             'use the Ascend replacement named in each finding.', order=28)
-TRIGGERS = ()
+#: words of the library calls that switch on a CUDA-only back-end (knowledge.libraries.SWITCHES)
+TRIGGERS = ("xformers", "flash_attention_")
 #: importing one of these makes a file relevant by itself
 TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES
 #: libraries whose use sites another rule reports (Triton kernels: triton-kernel, once per decorator)
@@ -33,6 +34,25 @@ FLASH_MODULES = frozenset({"flash_attn", "flash_attn.flash_attn_interface", "fla
 FLASH_TARGET = libraries.BY_NAME["flash_attn"].dropin
 REWRITE_NEEDS_TORCH_NPU = False
 _BUILTINS = frozenset(dir(builtins))
+
+
+_UNPROVIDED = RULE.id + ":unprovided"
+
+
+def missing_part(module: str, lib) -> str:
+    """The message for ``module``, a part of a library its ascend-compat drop-in does not provide."""
+    provided = ", ".join(m for m, impl in lib.provides if impl)
+    return (f"{module}: {lib.what}; ascend-compat's {lib.name} drop-in provides only {provided}, so importing "
+            "this part fails (ModuleNotFoundError) under the shim")
+
+
+def adjust_use(v, root: str, c):
+    """A use site of a name bound from a part of a library its drop-in does not provide is manual too."""
+    module = v.state.get(_UNPROVIDED, {}).get(root)
+    if module is None or c[1] == MANUAL:
+        return c
+    lib = _lookup(module)
+    return c[0], MANUAL, c[2] + f"; from {module}, which ascend-compat's {lib.name} drop-in does not provide", c[3]
 
 
 def message(key: str, lib) -> str:
@@ -49,8 +69,8 @@ def qualname(q: str, version):
     if "." not in q:
         return None
     lib = _lookup(q)
-    if lib is None or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
-        return None
+    if lib is None or lib.verdict == AUTO or lib.name.split(".", 1)[0] in _USE_SITES_ELSEWHERE:
+        return None  # (auto: a device-generic library, no CUDA use)
     return RULE.id, lib.verdict, message(q, lib), lib.replacement
 
 
@@ -62,20 +82,43 @@ def on_import(v, node, module: str, names=()) -> bool:
             lib = _lookup(f"{module}.{n}")
             if lib is not None:
                 break
-    if lib is None:
+    if lib is None or lib.verdict == AUTO:
         return False
     if "*" in names:
         v.star_imports.append(module)
     msg, handling = "import of " + message(lib.name, lib), lib.verdict
+    if not lib.provided(module):  # a part of the library its drop-in does not answer: the import fails
+        msg, handling = "import of " + missing_part(module, lib), MANUAL
+        v.state.setdefault(_UNPROVIDED, {}).update({(n if n != "*" else module): module for n in names} or
+                                                    {module.split(".", 1)[0]: module})
     if v.guarded and handling == MANUAL:
         msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
     v.report(node, RULE.id, msg, lib.replacement, handling=handling)
     return True
 
 
+def _switch(v, node, sw, where) -> None:
+    v.report(where, RULE.id, f"{sw.call}: {sw.owner} {sw.reason}", sw.advice, handling=sw.verdict)
+
+
+def _switches(v, node, attr) -> None:
+    """``pipe.enable_xformers_memory_efficient_attention()``, ``from_pretrained(..., attn_implementation=
+    "flash_attention_2")``: a library call that turns on one of its CUDA-only back-ends."""
+    sw = libraries.SWITCH_CALLS.get(attr) if attr else None
+    if sw is not None and not (node.args and type(node.args[0]) is ast.Constant and node.args[0].value is False):
+        _switch(v, node, sw, node)
+    for k in node.keywords:
+        if k.arg is not None and type(k.value) is ast.Constant:
+            sw = libraries.SWITCH_KEYWORDS.get((k.arg, str(k.value.value)))
+            if sw is not None:
+                _switch(v, node, sw, k.value)
+
+
 def on_call(v, node, q, attr) -> None:
-    """``name(...)`` where ``name`` is bound by nothing but a star import of a listed library
+    """A library call switching on a CUDA-only back-end; ``name(...)`` where ``name`` is bound by nothing but a
+    star import of a listed library
     (the file binds it nowhere itself, it is no builtin, and no other module is star-imported)."""
+    _switches(v, node, attr)
     if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
         return  # None: another module was star-imported too, the name may come from it
     name = node.func.id

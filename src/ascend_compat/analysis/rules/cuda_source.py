@@ -10,7 +10,11 @@ from ascend_compat.analysis.rules.base import MANUAL, Rule
 RULE = Rule('cuda-source', 'extension', MANUAL, 'CUDA source file',
             'CUDA kernels (.cu/.cuh) do not run on Ascend.',
             'port to AscendC, or replace with torch / torch_npu operators.', order=27)
-TRIGGERS = (".cu'", '.cu"', ".cuh'", '.cuh"')
+TRIGGERS = ("__global__", "<<<")  # CUDA C++ code in strings (an #include of a CUDA header has "cuda" or ".cuh")
+#: a string literal that ends in .cu / .cuh (one search for the four spellings)
+TRIGGER_PATTERNS = (re.compile(r"\.cuh?[\"']"),)
+#: an #include of a CUDA header in code kept in a string
+_CUDA_INCLUDE = re.compile(r'#\s*include\s*[<"](?:cuda|cub/|thrust/|ATen/cuda/|c10/cuda/|[\w/.]*\.cuh[>"])')
 #: a string that is a path or glob of CUDA sources
 CU_PATH = re.compile(r"^[\w./*\-{}]*\.cuh?$")
 
@@ -49,10 +53,17 @@ STRING_ROLES = ("value",)
 
 
 def on_string(v, node, s: str, role: str) -> None:
-    """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``)."""
-    if role == "value" and s.endswith((".cu", ".cuh")) and CU_PATH.match(s):
+    """A string naming a CUDA source file or glob (``kernel.cu``, ``csrc/*.cu``); a string holding CUDA C++
+    code (a kernel compiled at run time or written out by a generator: ``__global__``, ``<<<...>>>``, CUDA
+    headers)."""
+    if role != "value":
+        return
+    if s.endswith((".cu", ".cuh")) and CU_PATH.match(s):
         v.state.setdefault(RULE.id, set())
         v.report(node, RULE.id, f'"{s}" names CUDA source files: ' + RULE.explanation, RULE.suggestion)
+    elif "\n" in s and ("__global__" in s or ("<<<" in s and ">>>" in s) or _CUDA_INCLUDE.search(s)):
+        v.report(node, RULE.id, "CUDA C++ code in a string (compiled at run time or written out as a .cu file): "
+                 + RULE.explanation, RULE.suggestion)
 
 
 # ---------------------------------------------------------------- .cu / .cuh files

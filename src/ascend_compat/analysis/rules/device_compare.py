@@ -26,6 +26,8 @@ RULE = Rule('device-compare', 'device', PARTIAL, 'device type compared with "cud
             'migrate rewrites the compared string to "npu".',
             'compare with "npu" (or test x.device.type != "cpu").', order=3)
 TRIGGERS = ("cuda",)
+#: a rewritten comparison creates nothing on the NPU: the file needs no import torch_npu for it
+REWRITE_NEEDS_TORCH_NPU = False
 DEVICE_PREFIX = re.compile(r"cuda(:|\Z)")
 _STATE = "device-compare"
 

@@ -15,6 +15,9 @@ DEVICE_FIRST_ARG = frozenset({
     "torch.Stream", "torch.Event", "torch.cuda.set_device", "torch.cuda.device", "torch.npu.set_device",
     "torch.accelerator.set_device_index", "torch.is_autocast_enabled", "torch.get_autocast_dtype",
     "torch.set_autocast_enabled", "torch.get_autocast_gpu_dtype",
+    # a device mesh's first argument is its device type
+    "torch.distributed.device_mesh.init_device_mesh", "torch.distributed.init_device_mesh",
+    "torch.distributed.device_mesh.DeviceMesh", "torch.distributed.DeviceMesh",
 })
 #: keyword arguments that take a device
 DEVICE_KW = frozenset({"device", "device_type", "map_location", "output_device", "pin_memory_device",

@@ -7,7 +7,7 @@ RULE = Rule('jit-script', 'compile', AUTO, 'torch.jit.script',
             'Left alone by the shim (transfer_to_npu disables it process-wide): TorchScript runs op by op'
             ' on NPU without CUDA fusers; export with torch.jit.save works.',
             'keep it, or use torch.compile with torchair for speed.', order=24)
-TRIGGERS = ("jit",)
+TRIGGERS = ("jit.script",)  # (an alias of torch.jit is followed from its import line)
 NAMES = frozenset({"torch.jit.script", "torch.jit.script_method"})
 
 

@@ -15,8 +15,9 @@ TRIGGERS = ("nccl",)
 #: a string naming the NCCL backend ("nccl", "cuda:nccl", "cpu:gloo,cuda:nccl")
 BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
 #: calls whose first positional argument is a backend
-BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration",
-                           "init_device_mesh"})
+#: how a comparison finding's message starts (a rewritten comparison needs no import torch_npu)
+COMPARED = "distributed backend compared with"
+BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 
 
 def qualname(q: str, version):
@@ -42,9 +43,14 @@ def on_compare(v, node, operands) -> None:
             for el in (o.elts if type(o) in (ast.Tuple, ast.List, ast.Set) else [o]):
                 s = const_str(el)
                 if s is not None and BACKEND_STR.match(s):
-                    v.report(el, RULE.id, f'distributed backend compared with "{s}"',
+                    v.report(el, RULE.id, f'{COMPARED} "{s}"',
                              'compare with "hccl" too (or use the shim, which keeps this working).')
 
 
 def rewrite_string(body: str):
     return backends.rewrite(body) if "nccl" in body else None
+
+
+def rewrite_needs_torch_npu(finding) -> bool:
+    """``init_process_group("hccl")`` needs torch_npu's HCCL backend; a rewritten comparison does not."""
+    return not finding.message.startswith(COMPARED)

@@ -16,7 +16,8 @@ from ascend_compat.analysis.rules.base import Classified, Rule
 #: modules of the package that are not rules (the registry itself and helpers the rules share)
 SUPPORT_MODULES = frozenset({"base", "registry", "catalog", "cuda_api"})
 STRING_ROLES = ("value", "key", "compare", "env")
-_HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_compare", "on_import", "on_assign")
+_HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_joined", "on_compare", "on_import", "on_assign",
+          "on_return", "on_def")
 
 
 class Registry:
@@ -44,6 +45,12 @@ class Registry:
             for kind in getattr(m, "FILE_KINDS", ()):
                 self.file_hooks.setdefault(kind, []).append(m.on_file)
         self.trigger_patterns = tuple(p for m in mods for p in getattr(m, "TRIGGER_PATTERNS", ()))
+        #: string-literal prefixes (lower case) by their first character: found right after a quote
+        strings: Dict[str, set] = {}
+        for m in mods:
+            for prefix in getattr(m, "TRIGGER_STRINGS", ()):
+                strings.setdefault(prefix[0], set()).add(prefix)
+        self.trigger_strings: Dict[str, tuple] = {c: tuple(sorted(ps)) for c, ps in sorted(strings.items())}
         self.trigger_imports = frozenset(n for m in mods for n in getattr(m, "TRIGGER_IMPORTS", ()))
         self.rewrite_string = {i: m.rewrite_string for i, m in self.modules.items() if hasattr(m, "rewrite_string")}
         self.rewrite_qualname = {i: m.rewrite_qualname for i, m in self.modules.items()
@@ -57,9 +64,14 @@ class Registry:
         self._qualname = self.hooks["qualname"]
         self.classify = functools.lru_cache(maxsize=8192)(self._classify)
 
-    def needs_torch_npu(self, rule: str) -> bool:
-        """Whether code rewritten by ``rule`` needs ``import torch_npu``."""
-        return getattr(self.modules.get(rule), "REWRITE_NEEDS_TORCH_NPU", True)
+    def needs_torch_npu(self, rule: str, finding=None) -> bool:
+        """Whether code rewritten by ``rule`` (for ``finding``) needs ``import torch_npu``: a rule's
+        ``rewrite_needs_torch_npu(finding)`` decides per finding, else its ``REWRITE_NEEDS_TORCH_NPU``."""
+        mod = self.modules.get(rule)
+        per_finding = getattr(mod, "rewrite_needs_torch_npu", None)
+        if per_finding is not None and finding is not None:
+            return per_finding(finding)
+        return getattr(mod, "REWRITE_NEEDS_TORCH_NPU", True)
 
     def _classify(self, q: str, version: Optional[str] = None) -> Optional[Classified]:
         """The first rule's verdict on a resolved dotted name, or None."""

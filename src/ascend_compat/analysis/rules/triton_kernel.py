@@ -1,5 +1,14 @@
-"""Rule ``triton-kernel``: Triton kernel."""
+"""Rule ``triton-kernel``: Triton kernels, their launches and Triton's runtime API.
+
+Reported: each ``@triton.jit`` / ``@triton.autotune`` / ``@triton.heuristics`` kernel (once, at its decorator),
+each launch ``kernel[grid](...)`` of a kernel defined in the file (or, with project facts, in another module
+of the checked project), and each use of Triton's runtime API outside a kernel body (``triton.cdiv``,
+``triton.next_power_of_2``, ``triton.Config``, ``triton.runtime.driver``, ``triton.testing``...). Inside a
+kernel body the ``triton.language`` calls are the kernel itself and are not reported one by one.
+"""
 from __future__ import annotations
+
+import ast
 
 from ascend_compat.analysis.rules.base import MANUAL, Rule
 
@@ -7,11 +16,62 @@ RULE = Rule('triton-kernel', 'third-party', MANUAL, 'Triton kernel',
             'Triton kernels need triton-ascend on NPU; kernels tuned for NVIDIA (num_warps, shared-memory'
             ' sizes, tl.dot shapes) usually need porting.',
             'install triton-ascend and port the kernel, or use a torch / torch_npu equivalent.', order=29)
-TRIGGERS = ("jit",)
+TRIGGERS = ()  # every report is reached through a name a triton import binds: the scanner follows it
 NAMES = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+_KERNELS = RULE.id + ":kernels"
+_SEEN = RULE.id + ":chain"
 
 
 def qualname(q: str, version):
     if q in NAMES:
         return RULE.id, RULE.handling, f"@{q} kernel: {RULE.explanation}", RULE.suggestion
     return None
+
+
+def _decorator_qual(v, d):
+    return v.qual(d.func if type(d) is ast.Call else d) if type(d) in (ast.Name, ast.Attribute, ast.Call) else None
+
+
+def kernels(v) -> set:
+    """Names of the Triton kernels known in this file (its own, and the project's it imports)."""
+    return v.state.setdefault(_KERNELS, set())
+
+
+def on_def(v, node) -> None:
+    """Remember a function decorated as a Triton kernel (its launches and its body)."""
+    if any(_decorator_qual(v, d) in NAMES for d in node.decorator_list):
+        kernels(v).add(node.name)
+        v.dynamic_names.add(node.name)  # a launch elsewhere holds no trigger word
+
+
+def _in_kernel(v) -> bool:
+    ks = v.state.get(_KERNELS)
+    return bool(ks) and any(f in ks for f in v.function_stack)
+
+
+def on_attribute(v, node, q) -> None:
+    """Triton's runtime API outside a kernel (``triton.cdiv``); one finding per attribute chain."""
+    if q is None or not q.startswith("triton.") or q.startswith("triton.language") or q in NAMES:
+        return
+    seen = v.state.setdefault(_SEEN, set())
+    if id(node) in seen or _in_kernel(v):
+        return
+    inner = node.value
+    while type(inner) is ast.Attribute:
+        seen.add(id(inner))
+        inner = inner.value
+    v.report(node, RULE.id, f"{q}: Triton's runtime API. {RULE.explanation}", RULE.suggestion)
+
+
+def on_call(v, node, q, attr) -> None:
+    """``kernel[grid](...)``: a launch of a Triton kernel."""
+    f = node.func
+    if type(f) is not ast.Subscript or type(f.value) not in (ast.Name, ast.Attribute):
+        return
+    name = f.value.id if type(f.value) is ast.Name else None
+    if name is not None and name in v.state.get(_KERNELS, ()):
+        v.report(node, RULE.id, f"launch of the Triton kernel {name}: {RULE.explanation}", RULE.suggestion)
+    elif v.project is not None and v.project.kernels:
+        q = v.qual(f.value)
+        if q in v.project.kernels:  # a kernel another module of the project defines
+            v.report(node, RULE.id, f"launch of the Triton kernel {q}: {RULE.explanation}", RULE.suggestion)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ascend_compat.cuda_shim.registry import Change
+from ascend_compat.knowledge import libraries
 
 __all__ = ["DROPINS", "DropIn", "DropInModules", "changes", "install", "uninstall", "installed"]
 
@@ -56,19 +57,15 @@ class DropIn:
             f"Ascend drop-in for it provides only {provided}. {self.hint}".rstrip(), name=fullname)
 
 
+def _provides(top: str) -> dict:
+    """The modules the drop-in for ``top`` answers (the knowledge layer's support matrix)."""
+    return dict(libraries.BY_NAME[top].provides)
+
+
 DROPINS = (
     DropIn(
         "flash_attn",
-        {
-            "flash_attn": f"{_IMPL}.flash_attn",
-            "flash_attn.flash_attn_interface": f"{_IMPL}.flash_attn.interface",
-            "flash_attn.bert_padding": f"{_IMPL}.flash_attn.bert_padding",
-            "flash_attn.layers": "",
-            "flash_attn.layers.rotary": f"{_IMPL}.flash_attn.rotary",
-            "flash_attn.ops": "",
-            "flash_attn.ops.triton": "",
-            "flash_attn.ops.triton.rotary": f"{_IMPL}.flash_attn.rotary",
-        },
+        _provides("flash_attn"),
         "2.7.4",
         "flash-attn's other CUDA/Triton layers and ops (fused layernorm/RMSNorm, cross-entropy, fused MLP) have no "
         "Ascend build: use torch.nn.LayerNorm / torch_npu.npu_rms_norm / torch.nn.functional.cross_entropy or the "
@@ -76,35 +73,19 @@ DROPINS = (
     ),
     DropIn(
         "apex",
-        {
-            "apex": f"{_IMPL}.apex",
-            "apex.amp": f"{_IMPL}.apex.amp",
-            "apex.optimizers": f"{_IMPL}.apex.optimizers",
-            "apex.parallel": f"{_IMPL}.apex.parallel",
-            "apex.normalization": f"{_IMPL}.apex.normalization",
-        },
+        _provides("apex"),
         "0.1",
         "Replace other apex parts with torch equivalents (torch.amp, torch.optim, torch.nn.parallel).",
     ),
     DropIn(
         "xformers",
-        {
-            "xformers": f"{_IMPL}.xformers",
-            "xformers.ops": f"{_IMPL}.xformers",
-            "xformers.ops.fmha": f"{_IMPL}.xformers",
-            "xformers.ops.fmha.attn_bias": f"{_IMPL}.xformers.attn_bias",
-        },
+        _provides("xformers"),
         "0.0.29",
         "Other xformers components have no Ascend build: use torch.nn.functional.scaled_dot_product_attention.",
     ),
     DropIn(
         "bitsandbytes",
-        {
-            "bitsandbytes": f"{_IMPL}.bitsandbytes",
-            "bitsandbytes.optim": f"{_IMPL}.bitsandbytes:optim",
-            "bitsandbytes.nn": f"{_IMPL}.bitsandbytes:nn",
-            "bitsandbytes.functional": f"{_IMPL}.bitsandbytes:functional",
-        },
+        _provides("bitsandbytes"),
         None,
     ),
 )
