@@ -16,7 +16,8 @@ would run on torch_npu:
   coverage.
 
 The report goes to standard output after the script's own output (``-o FILE`` writes it to a file
-instead, atomically). Exit status: the script's own when it fails, else 1 with
+instead, atomically); with ``--format json`` on standard output the script's own output goes to
+standard error, so standard output parses. Exit status: the script's own when it fails, else 1 with
 ``--fail-on-fallback`` when something falls back, else 0; before the script starts, 2 for a usage
 error and 3 when the script does not exist. The JSON report carries ``schema``
 (``ascend-compat/audit``) and ``schema_version``.
@@ -92,6 +93,7 @@ def _headline(code: int, ops_seen: int) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from ascend_compat.cli._common import USAGE, CliError
+    from ascend_compat.cli._watch import script_output
     from ascend_compat.cli.run import parse_target
 
     target = parse_target(args, prog="audit")
@@ -119,7 +121,7 @@ def main(args: argparse.Namespace) -> int:
         from ascend_compat.coverage.fallback import FallbackMonitor
 
         monitor = FallbackMonitor()
-        with monitor:
+        with script_output(args.format, args.output is None), monitor:
             code = _run(args.module, target)
         report = monitor.report
         fell_back = len(report) > 0
@@ -138,7 +140,7 @@ def main(args: argparse.Namespace) -> int:
             from ascend_compat.coverage.audit import OpRecorder
 
         recorder = OpRecorder(version)
-        with recorder:
+        with script_output(args.format, args.output is None), recorder:
             code = _run(args.module, target)
         audit = recorder.report()
         fell_back = bool(audit.fallbacks)

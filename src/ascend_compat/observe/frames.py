@@ -57,3 +57,16 @@ def user_frame(start: Union[int, FrameType] = 1) -> Optional[Tuple[str, int, str
             return fname, frame.f_lineno, frame.f_code.co_name
         frame = frame.f_back
     return None
+
+
+def library_caller(start: Union[int, FrameType], known: Dict[Tuple[str, str], str]) -> str:
+    """The label ``known[(file suffix, function)]`` of the innermost known library function on the stack
+    from ``start`` out (``""`` when none): which library call issued an op on the user's behalf."""
+    frame = sys._getframe(start) if isinstance(start, int) else start
+    while frame is not None:
+        code = frame.f_code
+        for (suffix, function), label in known.items():
+            if code.co_name == function and code.co_filename.replace("\\", "/").endswith(suffix):
+                return label
+        frame = frame.f_back
+    return ""

@@ -8,13 +8,16 @@ An observer, entered as a context manager, installs one ``TorchDispatchMode`` in
    whose composite kernel is being run (some composites call themselves again below the Python key);
 2. routes the op as the dispatcher would on torch_npu (:mod:`.routing`) when the observer has a
    ``router`` and the op touches the NPU (or always, with ``route_everything``: ``audit`` runs the
-   script on the CPU and judges every op as if it ran on the NPU). A composite op is announced to
-   :meth:`OpObserver.on_composite` and then runs as its pieces, each of which comes back here;
+   script on the CPU and judges every op as if it ran on the NPU). A composite op that returns tensors
+   is announced to :meth:`OpObserver.on_composite` and then runs as its pieces, each of which comes back
+   here (an op returning only metadata runs as it would have: :func:`.routing.computes`);
 3. hands the op to :meth:`OpObserver.on_op` as an :class:`OpCall`, which must run it
    (:meth:`OpCall.run`) and return its result.
 
 Where an op comes from is the observer's too: :meth:`OpObserver.origin` gives the ``nn.Module`` path
-(with ``modules=True``, :mod:`.modules`) and the user's source line (:mod:`.frames`). With
+(with ``modules=True``, :mod:`.modules`) and the user's source line (:mod:`.frames`), and
+:meth:`OpObserver.phase` the part of the script running (``train``, ``eval``, ``checkpoint``,
+``setup``: with ``phases=`` the starting phase, :mod:`.phases`). With
 ``forward_sites=True`` a ``TorchFunctionMode`` tags each autograd node created while watching with the
 module and line of the call that created it, and a backward op takes the tags of the node the
 autograd engine is running, so backward ops are placed at their forward line; without it they are
@@ -34,6 +37,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 from ascend_compat.observe import routing
 from ascend_compat.observe.frames import user_frame
 from ascend_compat.observe.modules import ModuleStack
+from ascend_compat.observe.phases import PhaseTracker
 
 __all__ = ["OpObserver", "OpCall", "device_name"]
 
@@ -127,14 +131,20 @@ class OpObserver:
         own_thread: watch only the thread that entered the observer.
         modules: keep the ``nn.Module`` path of the running code (:attr:`module_stack`).
         forward_sites: place backward ops at the forward call that created their autograd node.
+        phases: follow the script's phase (:attr:`phase_tracker`), starting in this one (``"setup"``
+            around a whole script, ``"train"`` around a training loop); None not to.
+        on_optimizer_step: with ``phases``, called after each outermost ``optimizer.step()``.
     """
 
     def __init__(self, router: Optional[routing.Router] = None, route_everything: bool = False,
-                 own_thread: bool = False, modules: bool = False, forward_sites: bool = False) -> None:
+                 own_thread: bool = False, modules: bool = False, forward_sites: bool = False,
+                 phases: Optional[str] = None, on_optimizer_step=None) -> None:
         self.router = router
         self.route_everything = route_everything
         self.own_thread = own_thread
         self.module_stack: Optional[ModuleStack] = ModuleStack() if modules else None
+        self.phase_tracker: Optional[PhaseTracker] = (PhaseTracker(phases, on_optimizer_step)
+                                                      if phases is not None else None)
         self.forward_sites = forward_sites
         self._thread: Optional[int] = None
         self._mode = None
@@ -166,6 +176,10 @@ class OpObserver:
         return ((self.module_stack.current() if self.module_stack is not None else ""),
                 user_frame(call.caller if call is not None and call.caller is not None else 2))
 
+    def phase(self) -> str:
+        """The phase of the running op (``"train"`` when phases are not followed)."""
+        return self.phase_tracker.current() if self.phase_tracker is not None else "train"
+
     @property
     def observing(self) -> bool:
         """True between entering and leaving."""
@@ -179,6 +193,8 @@ class OpObserver:
         self._thread = threading.get_ident()
         if self.module_stack is not None:
             self.module_stack.install()
+        if self.phase_tracker is not None:
+            self.phase_tracker.install()
         if self.forward_sites:
             self._tagger = _tagger_type()(self)
             self._tagger.__enter__()
@@ -195,6 +211,8 @@ class OpObserver:
             tagger.__exit__(*exc_info)
         if self.module_stack is not None:
             self.module_stack.remove()
+        if self.phase_tracker is not None:
+            self.phase_tracker.remove()
 
     def __enter__(self):
         self.start_observing()
@@ -237,7 +255,7 @@ def _mode_type():
             if router is not None and (obs.route_everything or call.on_device):
                 kind, key = router.route(func)
                 call.kind = kind
-                if kind == COMPOSITE:
+                if kind == COMPOSITE and routing.computes(func):
                     obs.on_composite(call)
                     return routing.run_composite(self, func, key, args, kwargs)
             return obs.on_op(call)

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import time
 import weakref
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
+from ascend_compat.knowledge.operators import LIBRARY_SYNCS
 from ascend_compat.observe import routing
-from ascend_compat.observe.frames import user_frame
+from ascend_compat.observe.frames import library_caller, user_frame
 from ascend_compat.observe.observer import OpCall, OpObserver, device_name
+from ascend_compat.observe.phases import SETUP, TRAIN
 from ascend_compat.perf.events import OpEvent, StepRecord
 
 __all__ = ["profile", "Recorder", "StopProfiling"]
@@ -48,17 +50,17 @@ class StopProfiling(SystemExit):
 
 
 def profile(steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
-            stop_after: bool = False, max_events: int = 1_000_000) -> "Recorder":
+            stop_after: bool = False, max_events: int = 1_000_000, start_phase: Optional[str] = None) -> "Recorder":
     """A :class:`Recorder` (use it as a context manager around the training loop)."""
     return Recorder(steps=steps, warmup=warmup, auto_step=auto_step, stop_after=stop_after,
-                    max_events=max_events)
+                    max_events=max_events, start_phase=start_phase)
 
 
 class Recorder(OpObserver):
     """Records the NPU ops of steps ``warmup .. warmup + steps - 1`` (see the module docstring)."""
 
     def __init__(self, steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
-                 stop_after: bool = False, max_events: int = 1_000_000) -> None:
+                 stop_after: bool = False, max_events: int = 1_000_000, start_phase: Optional[str] = None) -> None:
         if steps is not None and steps < 1:
             raise ValueError(f"steps must be at least 1, got {steps}")
         if warmup < 0:
@@ -72,11 +74,12 @@ class Recorder(OpObserver):
         self._recording = False
         self._step_start = 0
         self._handles: List[Any] = []
-        self._in_optimizer = 0
         self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
         self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
         self._str_original = None
-        super().__init__(own_thread=True, modules=True)
+        if start_phase is None:  # around a whole script (auto_step) the run starts with its set-up
+            start_phase = SETUP if auto_step else TRAIN
+        super().__init__(own_thread=True, modules=True, phases=start_phase, on_optimizer_step=self._optimizer_step)
 
     # ------------------------------------------------------------------ steps
     @property
@@ -130,7 +133,9 @@ class Recorder(OpObserver):
         self.stop_observing(exc_info)
 
     def record(self) -> StepRecord:
-        """The recorded steps after the warm-up (all steps, with a note, when the run ended first)."""
+        """The recorded steps after the warm-up (all steps, with a note, when the run ended first). The
+        warm-up leaves out training-step events only: evaluation, checkpointing and set-up are kept from
+        every recorded step (they run once or rarely, the warm-up among them)."""
         full = self._record
         wanted = [s for s in full.steps if s >= self.warmup]
         notes = list(full.notes)
@@ -140,22 +145,26 @@ class Recorder(OpObserver):
                          "optimizer.step() or Recorder.step()); everything it ran is reported as one step")
         keep = set(wanted)
         return StepRecord(steps=wanted, step_ns={k: v for k, v in full.step_ns.items() if k in keep},
-                          events=[e for e in full.events if e.step in keep], optimizers=dict(full.optimizers),
-                          dropped=full.dropped, source=full.source, notes=notes)
+                          events=[e for e in full.events if e.step in keep or e.phase != TRAIN],
+                          optimizers=dict(full.optimizers),
+                          dropped=full.dropped, source=full.source, notes=notes, stopped=full.stopped)
 
-    def report(self, backend: str = ""):
-        """The findings (:class:`ascend_compat.perf.report.Report`) of what was recorded; ``backend``
-        names where it ran, for the report's header."""
+    def report(self, backend: str = "", phases: Tuple[str, ...] = (TRAIN,)):
+        """The findings (:class:`ascend_compat.perf.report.Report`) of what was recorded in ``phases``
+        (training steps by default); ``backend`` names where it ran, for the report's header."""
         from ascend_compat.perf.rules import analyze
 
-        return analyze(self.record(), backend)
+        return analyze(self.record(), backend, phases)
+
+    def stopped(self, why: str) -> None:
+        """Say why the run was stopped before its end (the report shows it first)."""
+        self._record.stopped = why
 
     # ------------------------------------------------------------------ hooks
     def _install_hooks(self) -> None:
         from torch.optim import optimizer as optim_module
 
         self._handles.append(optim_module.register_optimizer_step_pre_hook(self._optimizer_pre))
-        self._handles.append(optim_module.register_optimizer_step_post_hook(self._optimizer_post))
         import torch._tensor_str
 
         original = torch._tensor_str._str
@@ -170,13 +179,12 @@ class Recorder(OpObserver):
         torch._tensor_str._str = _str
 
     def _optimizer_pre(self, optimizer, args, kwargs) -> None:
-        self._in_optimizer += 1
         if self._recording:
             self._record.optimizers[type(optimizer).__name__] = _optimizer_impl(optimizer)
 
-    def _optimizer_post(self, optimizer, args, kwargs) -> None:
-        self._in_optimizer = max(0, self._in_optimizer - 1)
-        if self.auto_step and self._in_optimizer == 0:
+    def _optimizer_step(self) -> None:
+        """After an outermost ``optimizer.step()`` (the phase tracker's signal)."""
+        if self.auto_step:
             self.step()
 
     # ------------------------------------------------------------------ events
@@ -189,7 +197,8 @@ class Recorder(OpObserver):
     def _note_print(self, tensor) -> None:
         self._add(OpEvent(self._step, "print", "other", user_frame(2), self._module(),
                           (tuple(tensor.shape),), (str(tensor.dtype).replace("torch.", ""),),
-                          tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns()))
+                          tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns(),
+                          phase=self.phase()))
 
     def _module(self) -> str:
         return self.module_stack.current()
@@ -200,6 +209,16 @@ class Recorder(OpObserver):
 
     def on_op(self, call: OpCall):
         return _observe(self, call)
+
+    def on_composite(self, call: OpCall) -> None:
+        # torch.tensor(data, device=npu) reaches the mode as lift_fresh of a tensor already on the device,
+        # whose composite kernel runs nothing: the copy from the host happened in torch's tensor factory
+        if call.name == "aten::lift_fresh" and call.tensor_on_device:
+            t = call.args[0]
+            module, site = self.origin(call)
+            self._add(OpEvent(self._step, call.name, "native", site, module, ((tuple(t.shape)),),
+                              (str(t.dtype)[6:],), t.numel(), h2d=_nbytes(t), tags=("construct",),
+                              start_ns=time.perf_counter_ns(), phase=self.phase()))
 
 
 def _nbytes(t) -> int:
@@ -276,13 +295,14 @@ def _observe(rec: Recorder, call: OpCall):
                     site, module,
                     tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
                     max((o.numel() for o in outs), default=-1), flops=_flops_of(rec, func, args, kwargs, out),
-                    out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur)
+                    out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur, phase=rec.phase())
     tags = []
     if kind == routing.FALLBACK:
         event.d2h = sum(_nbytes(t) for t in ins if t.device.type == device)
         event.h2d = sum(_nbytes(o) for o in outs if o.device.type == device)
     if name == "aten::_local_scalar_dense":
         event.sync, event.d2h = "item", sum(_nbytes(t) for t in ins)
+        event.via = library_caller(call.caller, LIBRARY_SYNCS)
     elif dev_in and (name in DATA_DEPENDENT or (name in BOOL_INDEXED and any(
             t.dtype in (torch.bool, torch.uint8) for t in ins[1:]))):
         event.sync = "data_dependent"
@@ -310,7 +330,7 @@ def _observe(rec: Recorder, call: OpCall):
         rec._softmax_out[id(outs[0])] = outs[0]
     elif name == "aten::log" and ins and rec._softmax_out.get(id(ins[0])) is ins[0]:
         tags.append("log_of_softmax")
-    if rec._in_optimizer:
+    if rec.phase_tracker.in_optimizer:
         tags.append("optimizer")
     if torch._C._current_autograd_node() is not None:
         tags.append("backward")
