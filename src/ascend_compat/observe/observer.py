@@ -155,8 +155,12 @@ class OpObserver:
         """Whether ops are observed right now (called for every op: keep it cheap)."""
         return True
 
-    def on_composite(self, call: OpCall) -> None:
-        """A routed op about to run as its composite kernel's pieces (each then observed in turn)."""
+    def on_composite(self, call: OpCall):
+        """A routed op about to run as its composite kernel's pieces (each then observed in turn). A
+        value other than None is handed to :meth:`after_composite` with the composite's result."""
+
+    def after_composite(self, token, out) -> None:
+        """The composite op ``on_composite`` returned ``token`` for has run and returned ``out``."""
 
     def on_op(self, call: OpCall):
         """Observe ``call``: run it (:meth:`OpCall.run`) and return its result."""
@@ -256,8 +260,11 @@ def _mode_type():
                 kind, key = router.route(func)
                 call.kind = kind
                 if kind == COMPOSITE and routing.computes(func):
-                    obs.on_composite(call)
-                    return routing.run_composite(self, func, key, args, kwargs)
+                    token = obs.on_composite(call)
+                    out = routing.run_composite(self, func, key, args, kwargs)
+                    if token is not None:
+                        obs.after_composite(token, out)
+                    return out
             return obs.on_op(call)
 
     return _ObserverMode

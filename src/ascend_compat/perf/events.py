@@ -22,9 +22,12 @@ class OpEvent:
     ``sync`` names a device-to-host synchronisation (``item``, ``to_cpu``, ``data_dependent``,
     ``print``) or is ``""``; ``tags`` carry op-specific observations (``noncontiguous``,
     ``channels_last``, ``construct``, ``optimizer``, ``backward``, ``view``, ``log_of_softmax``,
-    ``pinned``/``pageable``, ``blocking``); ``phase`` is the part of the script that ran it (``train``,
+    ``pinned``/``pageable``, ``blocking``; ``composite``: an op that ran as its composite kernel's pieces,
+    kept with kind ``other`` for the data flow; ``inner``: one of those pieces); ``phase`` is the part of the script that ran it (``train``,
     ``eval``, ``checkpoint``, ``setup``: :mod:`ascend_compat.observe.phases`); ``via`` names the library
-    function that issued a synchronisation on the user's behalf (``GradScaler.step``), or is ``""``.
+    function that issued a synchronisation on the user's behalf (``GradScaler.step``), or is ``""``;
+    ``seq`` numbers the events of a run in call order, and ``inputs`` gives, per tensor input, the
+    ``seq`` of the event that produced it (-1 when unknown): the data flow the fusion rules follow.
     """
 
     step: int
@@ -45,6 +48,8 @@ class OpEvent:
     dur_ns: int = 0
     phase: str = "train"
     via: str = ""
+    seq: int = -1
+    inputs: Tuple[int, ...] = ()
 
 
 @dataclass

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import time
 import weakref
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ascend_compat.knowledge.operators import LIBRARY_SYNCS
 from ascend_compat.observe import routing
-from ascend_compat.observe.frames import library_caller, user_frame
+from ascend_compat.observe.frames import library_caller, user_frame, user_frame_and_kernel
 from ascend_compat.observe.observer import OpCall, OpObserver, device_name
 from ascend_compat.observe.phases import SETUP, TRAIN
 from ascend_compat.perf.events import OpEvent, StepRecord
@@ -76,6 +76,10 @@ class Recorder(OpObserver):
         self._handles: List[Any] = []
         self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
         self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
+        self._producers: Dict[int, Tuple[Any, int]] = {}  # id(tensor) -> (weakref, seq of the event that made it)
+        self._seq = 0
+        self._composites = 0  # composite ops running now (their pieces are tagged "inner")
+        self._fused: Optional[Tuple[Any, OpEvent]] = None  # (args of the simulated fused op running, its event)
         self._str_original = None
         if start_phase is None:  # around a whole script (auto_step) the run starts with its set-up
             start_phase = SETUP if auto_step else TRAIN
@@ -188,11 +192,63 @@ class Recorder(OpObserver):
             self.step()
 
     # ------------------------------------------------------------------ events
-    def _add(self, event: OpEvent) -> None:
+    def _add(self, event: OpEvent, outs=()) -> None:
         if len(self._record.events) >= self.max_events:
             self._record.dropped += 1
-        else:
-            self._record.events.append(event)
+            return
+        event.seq = self._seq
+        self._seq += 1
+        self._record.events.append(event)
+        for out in outs:
+            self._produced(out, event.seq)
+
+    def _piece(self, kernel, site, module: str, outs, start: int, dur: int, flops: int) -> None:
+        """Record a piece of a simulated ``torch_npu`` fused op (its CPU reference runs torch ops, torch_npu one
+        kernel) into one event named after the op; ``kernel`` is the simulator's kernel frame."""
+        import torch
+
+        args, kwargs = kernel.f_locals.get("args", ()), kernel.f_locals.get("kwargs", {}) or {}
+        if self._fused is not None and self._fused[0] is args:
+            event = self._fused[1]
+            event.dur_ns += dur
+            event.flops += flops
+            event.out_shapes = tuple(tuple(o.shape) for o in outs)
+            event.out_numel = max((o.numel() for o in outs), default=-1)
+            for o in outs:
+                self._produced(o, event.seq)
+            return
+        reference = kernel.f_locals.get("reference")
+        ins = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        tags = []
+        backward = torch._C._current_autograd_node() is not None
+        if backward:
+            tags.append("backward")
+        if self.phase_tracker.in_optimizer:
+            tags.append("optimizer")
+        event = OpEvent(self._step, "npu::" + getattr(reference, "__name__", "fused_op"), "native", site, module,
+                        tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
+                        max((o.numel() for o in outs), default=-1), flops=flops,
+                        out_shapes=tuple(tuple(o.shape) for o in outs), tags=tuple(tags), start_ns=start,
+                        dur_ns=dur, phase=self.phase())
+        if not backward:
+            event.inputs = tuple(self._producer(t) for t in ins)
+        self._fused = (args, event)
+        self._add(event, outs)
+
+    def _produced(self, tensor, seq: int) -> None:
+        key = id(tensor)
+        producers = self._producers
+
+        def forget(ref, key=key):
+            entry = producers.get(key)
+            if entry is not None and entry[0] is ref:
+                del producers[key]
+
+        producers[key] = (weakref.ref(tensor, forget), seq)
+
+    def _producer(self, tensor) -> int:
+        entry = self._producers.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else -1
 
     def _note_print(self, tensor) -> None:
         self._add(OpEvent(self._step, "print", "other", user_frame(2), self._module(),
@@ -210,15 +266,42 @@ class Recorder(OpObserver):
     def on_op(self, call: OpCall):
         return _observe(self, call)
 
-    def on_composite(self, call: OpCall) -> None:
-        # torch.tensor(data, device=npu) reaches the mode as lift_fresh of a tensor already on the device,
-        # whose composite kernel runs nothing: the copy from the host happened in torch's tensor factory
+    def on_composite(self, call: OpCall):
+        module, site = self.origin(call)
+        ins = list(call.tensors())
         if call.name == "aten::lift_fresh" and call.tensor_on_device:
-            t = call.args[0]
-            module, site = self.origin(call)
+            # torch.tensor(data, device=npu) reaches the mode as lift_fresh of a tensor already on the device,
+            # whose composite kernel runs nothing: the copy from the host happened in torch's tensor factory
+            t = ins[0]
             self._add(OpEvent(self._step, call.name, "native", site, module, ((tuple(t.shape)),),
                               (str(t.dtype)[6:],), t.numel(), h2d=_nbytes(t), tags=("construct",),
-                              start_ns=time.perf_counter_ns(), phase=self.phase()))
+                              start_ns=time.perf_counter_ns(), phase=self.phase()), [t])
+            return None
+        # the composite itself is kept as a host-side event (its pieces are the device ops), so that the data
+        # flow runs through it: its result is the one later ops consume
+        event = OpEvent(self._step, call.name, "other", site, module, tuple(tuple(t.shape) for t in ins),
+                        tuple(str(t.dtype)[6:] for t in ins), tags=("composite",) + (("view",) if call.func.is_view
+                                                                                    else ()),
+                        start_ns=time.perf_counter_ns(), phase=self.phase())
+        if torch_autograd_node() is None:
+            event.inputs = tuple(self._producer(t) for t in ins)
+        else:
+            event.tags += ("backward",)
+        self._add(event)
+        self._composites += 1
+        return event
+
+    def after_composite(self, event, out) -> None:
+        import torch
+
+        self._composites -= 1
+        outs = [out] if isinstance(out, torch.Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
+                                                             if isinstance(o, torch.Tensor)]
+        event.out_shapes = tuple(tuple(o.shape) for o in outs)
+        event.out_numel = max((o.numel() for o in outs), default=-1)
+        if event.seq >= 0:
+            for o in outs:
+                self._produced(o, event.seq)
 
 
 def _nbytes(t) -> int:
@@ -237,6 +320,12 @@ def _optimizer_impl(optimizer) -> str:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         _, foreach = _default_to_fused_or_foreach(params, bool(defaults.get("differentiable")), use_fused=False)
     return "foreach" if foreach else "single_tensor"
+
+
+def torch_autograd_node():
+    import torch
+
+    return torch._C._current_autograd_node()
 
 
 def _flop_formulas():
@@ -290,7 +379,12 @@ def _observe(rec: Recorder, call: OpCall):
     if not (dev_in or dev_out):
         return out
     ins = list(call.tensors())
-    module, site = rec.origin(call)
+    site, kernel = user_frame_and_kernel(call.caller)
+    module = rec._module()
+    if kernel is not None:  # a piece of a simulated torch_npu fused op: one event for the op, as on Ascend
+        rec._piece(kernel, site, module, outs, start, dur, _flops_of(rec, func, args, kwargs, out))
+        return out
+    rec._fused = None
     event = OpEvent(rec._step, name, "cpu_fallback" if kind == routing.FALLBACK else ("native" if dev_in else "other"),
                     site, module,
                     tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
@@ -334,6 +428,10 @@ def _observe(rec: Recorder, call: OpCall):
         tags.append("optimizer")
     if torch._C._current_autograd_node() is not None:
         tags.append("backward")
+    else:
+        event.inputs = tuple(rec._producer(t) for t in ins)
+    if rec._composites:
+        tags.append("inner")
     event.tags = tuple(tags)
-    rec._add(event)
+    rec._add(event, outs)
     return out

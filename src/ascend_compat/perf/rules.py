@@ -15,6 +15,8 @@ alike. Weights are per recorded step. The advice texts live here and nowhere els
 | ``layout`` | non-contiguous or channels_last inputs to matmul/conv (format conversions) | medium |
 | ``unfused-optimizer`` | an optimiser updating parameter by parameter | medium |
 | ``unfused-loss`` | ``log(softmax(x))`` as two ops instead of ``log_softmax``/``cross_entropy`` | medium |
+| ``fused-*`` | hand-written forms of torch_npu's fused ops: attention, RMSNorm, rotary, SwiGLU, GeGLU, tanh GELU (medium); GELU, add + LayerNorm, transpose-contiguous-view (low) (:mod:`.fusion`) | medium / low |
+| ``fused-optimizer`` | an optimizer with multi-tensor (foreach) kernels where a fused one runs | low |
 
 Rules run on the events of one phase at a time (:mod:`ascend_compat.observe.phases`; training steps
 by default): a finding is computed from, and shown with, the phase it comes from.
@@ -25,6 +27,7 @@ from collections import Counter, defaultdict
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ascend_compat.observe.phases import TRAIN
+from ascend_compat.perf import fusion
 from ascend_compat.perf.events import OpEvent, Site, StepRecord
 from ascend_compat.perf.report import Finding, Report, sort_key
 
@@ -347,4 +350,4 @@ def unfused_losses(record: StepRecord) -> List[Finding]:
 
 
 RULES = (cpu_fallbacks, device_syncs, host_to_device_copies, tensors_from_python, shape_churn, fp32_matmuls,
-         tiny_ops, layouts, unfused_optimizers, unfused_losses)
+         tiny_ops, layouts, unfused_optimizers, unfused_losses, fusion.fused_ops, fusion.fused_optimizers)

@@ -12,6 +12,6 @@ for step in range(5):
     with torch.autocast("cuda", dtype=torch.float16):
         loss = model(x).float().pow(2).mean()
     scaler.scale(loss).backward()
-    scaler.step(opt)                                                    # PLANT device-sync
+    scaler.step(opt)                                                    # PLANT device-sync PLANT fused-optimizer
     scaler.update()
     opt.zero_grad()

@@ -57,6 +57,6 @@ for it in range(7):
     logits = model(x)
     loss = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()) * weights[0]
     loss.backward()
-    opt.step()
+    opt.step()                                                          # PLANT fused-optimizer
     opt.zero_grad(set_to_none=True)
     print(f"iter {it} loss {loss.item():.3f}")                          # PLANT device-sync
