@@ -72,6 +72,8 @@ def test_an_ordinary_script_is_split_into_its_phases():
             obs.label = "log"
             loss.item()
         model.eval()
+        obs.label = "eval prepare"
+        torch.ones(3) * 2  # before the evaluation's first forward
         obs.label = "eval forward"
         with torch.no_grad():
             val = model(x)
@@ -87,7 +89,7 @@ def test_an_ordinary_script_is_split_into_its_phases():
     expected = {
         "build": {"setup"}, "batch": {"setup", "train"}, "forward": {"train"}, "loss": {"train"},
         "backward": {"train"}, "clip": {"train"}, "step": {"train"}, "manual no_grad update": {"train"},
-        "log": {"train"}, "eval forward": {"eval"}, "eval metric": {"eval"}, "generate": {"eval"},
+        "log": {"train"}, "eval prepare": {"eval"}, "eval forward": {"eval"}, "eval metric": {"eval"}, "generate": {"eval"},
         "save": {"checkpoint"}, "train again": {"train"},
     }
     assert {label: obs.phases_of(label) for label in expected} == expected

@@ -114,3 +114,13 @@ def test_bad_phase_or_timeout_is_a_usage_error(args, message):
     proc = subprocess.run([sys.executable, "-m", "ascend_compat", "profile", *args, "phases.py"], cwd=str(SCRIPTS),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_hand_written_update_loop_is_found():
+    """The per-parameter loop of tutorials (``p.data.add_(p.grad, alpha=-lr)``) is one kernel per parameter;
+    gradient clipping (an in-place update of the gradients themselves) is not such a loop."""
+    proc = profile("manual_sgd.py")
+    assert findings(proc, "manual_sgd.py") == marked("manual_sgd.py")
+    finding = next(f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "manual-update")
+    assert finding["weight"]["ops_per_step"] == 4 * 5  # 4 parameters, 5 iterations in the one step
+    assert "foreach=True" in finding["fix"]

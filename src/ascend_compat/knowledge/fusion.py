@@ -95,7 +95,7 @@ RULES: Tuple[FusionRule, ...] = (
         "fused-add-layer-norm", "a residual add followed by LayerNorm",
         (("add", "native_layer_norm"),),
         "torch.ops.npu.npu_add_layer_norm(x1, x2, weight, bias, eps) (outputs: normalised, mean, rstd, x1 + x2)",
-        "npu_add_layer_norm", "low", anchor=1),
+        "npu_add_layer_norm", "low"),
     FusionRule(
         "fused-confusion-transpose", "transpose, contiguous copy and view",
         (("transpose|permute", "clone", "view|_unsafe_view|reshape"),),

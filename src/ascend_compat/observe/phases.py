@@ -9,7 +9,9 @@ doing, not from where the op was written:
   backward (an autograd node is running), or inside the forward of a module in training mode with
   gradients enabled;
 * ``eval`` - inside the forward of a module in evaluation mode (``model.eval()``) or with gradients
-  disabled (``torch.no_grad()``, ``torch.inference_mode()``, ``@torch.no_grad() def generate``);
+  disabled (``torch.no_grad()``, ``torch.inference_mode()``, ``@torch.no_grad() def generate``), and from
+  the moment a model that has trained is put in evaluation mode (``model.eval()``: what the evaluation
+  prepares before its first forward belongs to it);
 * outside all of these, the phase the script was last in: the ops of an evaluation loop after the
   model's forward (``loss.item()``, metrics, sampling in ``generate``) are evaluation while gradients
   stay disabled or the evaluated model stays in eval mode (``model.train()`` or leaving ``no_grad``
@@ -66,6 +68,7 @@ class PhaseTracker:
         self._thread = threading.get_ident()
         self._handles: List[Any] = []
         self._patched: List[Tuple[Any, str, Any]] = []
+        self._roots: "weakref.WeakSet[Any]" = weakref.WeakSet()  # outermost modules of training forwards
 
     def current(self) -> str:
         """The phase of the op running now."""
@@ -109,6 +112,10 @@ class PhaseTracker:
             original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
             self._patched.append((owner, attr, original))
             setattr(owner, attr, self._checkpointing(original))
+        module_class = torch.nn.Module
+        original_train = module_class.__dict__["train"]
+        self._patched.append((module_class, "train", original_train))
+        module_class.train = self._mode_switch(original_train)
         return self
 
     def remove(self) -> None:
@@ -132,6 +139,7 @@ class PhaseTracker:
             self._forward = TRAIN if module.training and torch.is_grad_enabled() else EVAL
             if self._forward == TRAIN:
                 self._train()
+                self._roots.add(module)
             else:
                 if self._sticky != EVAL:
                     self._before_eval = self._sticky
@@ -156,6 +164,26 @@ class PhaseTracker:
         self.in_optimizer = max(0, self.in_optimizer - 1)
         if self.in_optimizer == 0 and self._on_step is not None:
             self._on_step()
+
+    def _evaluating(self, module) -> None:
+        """``module.eval()`` of a model that has trained: the evaluation starts here."""
+        if self._sticky == TRAIN and self._mine() and module in self._roots:
+            self._before_eval = TRAIN
+            self._sticky = EVAL
+            self._eval_module = weakref.ref(module)
+
+    def _mode_switch(self, original):
+        import functools
+
+        tracker = self
+
+        @functools.wraps(original)
+        def train(module, mode: bool = True):
+            result = original(module, mode)
+            if not mode:
+                tracker._evaluating(module)
+            return result
+        return train
 
     def _checkpointing(self, original):
         import functools

@@ -14,6 +14,7 @@ alike. Weights are per recorded step. The advice texts live here and nowhere els
 | ``tiny-ops`` | most device ops launch kernels on a few elements (launch-bound) | medium |
 | ``layout`` | non-contiguous or channels_last inputs to matmul/conv (format conversions) | medium |
 | ``unfused-optimizer`` | an optimiser updating parameter by parameter | medium |
+| ``manual-update`` | a hand-written update loop (``p.data.add_(p.grad, ...)`` per parameter) | medium |
 | ``unfused-loss`` | ``log(softmax(x))`` as two ops instead of ``log_softmax``/``cross_entropy`` | medium |
 | ``fused-*`` | hand-written forms of torch_npu's fused ops: attention, RMSNorm, rotary, SwiGLU, GeGLU, tanh GELU (medium); GELU, add + LayerNorm, transpose-contiguous-view (low) (:mod:`.fusion`) | medium / low |
 | ``fused-optimizer`` | an optimizer with multi-tensor (foreach) kernels where a fused one runs | low |
@@ -335,6 +336,38 @@ def unfused_optimizers(record: StepRecord) -> List[Finding]:
     return out
 
 
+#: in-place updates a hand-written optimizer applies to each parameter
+_UPDATES = frozenset({"aten::add_.Tensor", "aten::sub_.Tensor", "aten::addcmul_", "aten::addcdiv_", "aten::mul_.Tensor",
+                      "aten::copy_", "aten::lerp_.Scalar", "aten::lerp_.Tensor"})
+#: a site updating at least this many tensors per step is a loop over parameters
+MANUAL_UPDATES_PER_STEP = 4
+
+
+def manual_updates(record: StepRecord) -> List[Finding]:
+    """``for p in model.parameters(): p.data.add_(p.grad, alpha=-lr)``: one in-place op per parameter, each
+    reading a gradient (a tensor backward produced) into a tensor backward did not produce, outside any
+    optimizer's step."""
+    n = record.n_steps
+    backward = {e.seq for e in record.events if "backward" in e.tags and e.seq >= 0}
+    if not backward:
+        return []
+    updates = [e for e in record.events if e.name in _UPDATES and "optimizer" not in e.tags
+               and "backward" not in e.tags and len(e.inputs) > 1 and e.inputs[0] not in backward
+               and any(seq in backward for seq in e.inputs[1:])]
+    out = []
+    for (site, _), events in _by_site(updates).items():
+        if len(events) / n < MANUAL_UPDATES_PER_STEP:
+            continue
+        out.append(Finding("manual-update", "medium",
+                           f"parameters are updated one tensor at a time outside an optimizer ({_rate(len(events), n, 'op')}"
+                           f" of {', '.join(sorted({e.name for e in events}))}): one kernel launch per parameter",
+                           "use a torch optimizer with multi-tensor kernels, e.g. `torch.optim.SGD(model.parameters(), "
+                           "lr=lr, foreach=True)` (or `fused=True`), or update every parameter in one call with "
+                           "`torch._foreach_add_(params, grads, alpha=-lr)`",
+                           site, _module(events), {"ops_per_step": len(events) / n}, events[0].start_ns))
+    return out
+
+
 def unfused_losses(record: StepRecord) -> List[Finding]:
     n = record.n_steps
     out = []
@@ -350,4 +383,4 @@ def unfused_losses(record: StepRecord) -> List[Finding]:
 
 
 RULES = (cpu_fallbacks, device_syncs, host_to_device_copies, tensors_from_python, shape_churn, fp32_matmuls,
-         tiny_ops, layouts, unfused_optimizers, unfused_losses, fusion.fused_ops, fusion.fused_optimizers)
+         tiny_ops, layouts, unfused_optimizers, manual_updates, unfused_losses, fusion.fused_ops, fusion.fused_optimizers)

@@ -42,8 +42,8 @@ class Block(nn.Module):
         att = F.softmax(att, dim=-1)
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)                  # FUSE fused-confusion-transpose
-        x = x + self.proj(y)
-        h = self.ln(x)                                                    # FUSE fused-add-layer-norm
+        x = x + self.proj(y)                                              # FUSE fused-add-layer-norm
+        h = self.ln(x)
         gate, value = self.up(h).chunk(2, dim=-1)
         a = F.silu(gate) * value                                          # FUSE fused-swiglu
         g = 0.5 * a * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * torch.pow(a, 3.0))))  # FUSE fused-gelu
