@@ -94,20 +94,10 @@ class OpCall:
 
     def _scan(self) -> Tuple[bool, bool]:
         if self._dev is None:
-            import torch
-
-            device, Tensor, Device = self._device, torch.Tensor, torch.device
-            tensor = named = False
-            for a in (*self.args, *self.kwargs.values()):
-                if isinstance(a, Tensor):
-                    tensor = tensor or a.device.type == device
-                elif isinstance(a, Device):
-                    named = named or a.type == device
-                elif isinstance(a, (list, tuple)):
-                    tensor = tensor or any(isinstance(e, Tensor) and e.device.type == device for e in a)
-                if tensor:
-                    break
-            self._dev = (tensor, named)
+            self._dev = _scan(self.args, self._device) or _scan(self.kwargs.values(), self._device) or (False, False)
+            if self._dev == (False, True):  # a device argument: an NPU tensor may still follow in the keywords
+                tensor = _scan(self.kwargs.values(), self._device)
+                self._dev = (bool(tensor and tensor[0]), True)
         return self._dev
 
     @property
@@ -120,6 +110,26 @@ class OpCall:
         """The op runs on the NPU: an NPU tensor argument, or an NPU ``device=`` (a factory)."""
         tensor, named = self._scan()
         return tensor or named
+
+
+def _scan(values, device: str) -> Optional[Tuple[bool, bool]]:
+    """``(True, named)`` at the first NPU tensor among ``values``, ``(False, True)`` for an NPU device
+    argument (after the whole scan), None when neither is there."""
+    named = False
+    for a in values:
+        if isinstance(a, _TENSOR[0]):
+            if a.device.type == device:
+                return True, named
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if isinstance(e, _TENSOR[0]) and e.device.type == device:
+                    return True, named
+        elif isinstance(a, _TENSOR[1]) and a.type == device:
+            named = True
+    return (False, True) if named else None
+
+
+_TENSOR: list = []  # [torch.Tensor, torch.device], filled when the first mode is made
 
 
 class OpObserver:
@@ -237,6 +247,10 @@ def _mode_type():
     """The ``TorchDispatchMode`` class (made on first use: torch is imported only here)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    import torch
+
+    if not _TENSOR:
+        _TENSOR.extend((torch.Tensor, torch.device))
     COMPOSITE = routing.COMPOSITE
     get_ident = threading.get_ident
     _getframe = sys._getframe

@@ -267,19 +267,20 @@ class Recorder(OpObserver):
         return _observe(self, call)
 
     def on_composite(self, call: OpCall):
-        module, site = self.origin(call)
         ins = list(call.tensors())
         if call.name == "aten::lift_fresh" and call.tensor_on_device:
             # torch.tensor(data, device=npu) reaches the mode as lift_fresh of a tensor already on the device,
             # whose composite kernel runs nothing: the copy from the host happened in torch's tensor factory
             t = ins[0]
+            module, site = self.origin(call)
             self._add(OpEvent(self._step, call.name, "native", site, module, ((tuple(t.shape)),),
                               (str(t.dtype)[6:],), t.numel(), h2d=_nbytes(t), tags=("construct",),
                               start_ns=time.perf_counter_ns(), phase=self.phase()), [t])
             return None
         # the composite itself is kept as a host-side event (its pieces are the device ops), so that the data
-        # flow runs through it: its result is the one later ops consume
-        event = OpEvent(self._step, call.name, "other", site, module, tuple(tuple(t.shape) for t in ins),
+        # flow runs through it: its result is the one later ops consume. Its source line is its first piece's
+        # (after_composite): a stack walk per composite would cost as much again
+        event = OpEvent(self._step, call.name, "other", None, self._module(), tuple(tuple(t.shape) for t in ins),
                         tuple(str(t.dtype)[6:] for t in ins), tags=("composite",) + (("view",) if call.func.is_view
                                                                                     else ()),
                         start_ns=time.perf_counter_ns(), phase=self.phase())
@@ -289,12 +290,18 @@ class Recorder(OpObserver):
             event.tags += ("backward",)
         self._add(event)
         self._composites += 1
-        return event
+        return event, len(self._record.events)
 
-    def after_composite(self, event, out) -> None:
+    def after_composite(self, token, out) -> None:
         import torch
 
+        event, first_piece = token
         self._composites -= 1
+        events = self._record.events
+        if len(events) > first_piece and events[first_piece].site is not None:
+            event.site = events[first_piece].site
+        else:
+            event.site = user_frame(2)
         outs = [out] if isinstance(out, torch.Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
                                                              if isinstance(o, torch.Tensor)]
         event.out_shapes = tuple(tuple(o.shape) for o in outs)
