@@ -14,8 +14,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 import time
 import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _mlp_step import per_call  # noqa: E402  (one timer for every tool-overhead benchmark)
 
 SIZES = {"small": (2, 64, 32), "medium": (4, 128, 64), "large": (6, 256, 128)}
 
@@ -58,14 +63,6 @@ def _step(torch, model, device: str, seq: int):
     return step
 
 
-def _per_step(fn, steps: int) -> float:
-    fn()  # warm-up: plans, caches, first-call routing
-    start = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    return (time.perf_counter() - start) / steps
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=5)
@@ -87,12 +84,12 @@ def main() -> int:
         torch.manual_seed(0)
         model = _model(torch, layers, width, seq).to("npu")
         step = _step(torch, model, "npu", seq)
-        plain = _per_step(step, args.steps)
+        plain = per_call(step, args.steps)
         with profile(start_phase="train") as prof:
             def recorded():
                 step()
                 prof.step()
-            watched = _per_step(recorded, args.steps)
+            watched = per_call(recorded, args.steps)
         start = time.perf_counter()
         report = prof.report()
         analysis = time.perf_counter() - start
@@ -100,7 +97,7 @@ def main() -> int:
         monitors = {}
         for method in ("events", "dispatch"):
             with FallbackMonitor(method=method):
-                monitors[method] = _per_step(step, args.steps)
+                monitors[method] = per_call(step, args.steps)
         print(f"{size} ({layers} layers, width {width}, sequence {seq}; {ops:.0f} NPU ops/step):")
         print(f"  plain simulated step      {plain * 1e3:9.1f} ms")
         print(f"  profile recorder          {watched * 1e3:9.1f} ms  ({watched / plain:.2f}x, "
@@ -112,9 +109,9 @@ def main() -> int:
         torch.manual_seed(0)
         cpu_model = _model(torch, layers, width, seq)
         cpu_step = _step(torch, cpu_model, "cpu", seq)
-        cpu_plain = _per_step(cpu_step, args.steps)
+        cpu_plain = per_call(cpu_step, args.steps)
         with OpRecorder():
-            cpu_audit = _per_step(cpu_step, args.steps)
+            cpu_audit = per_call(cpu_step, args.steps)
         print(f"  CPU step / under audit    {cpu_plain * 1e3:9.1f} ms / {cpu_audit * 1e3:.1f} ms  "
               f"({cpu_audit / cpu_plain:.2f}x)")
     return 0
