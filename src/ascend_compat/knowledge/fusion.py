@@ -6,9 +6,10 @@ and dtype casts in between are passed through): elements are aten base names sep
 ``?`` for optional and ``*`` for up to three in a row. The rules follow msprof-analyze's advisor
 catalogue (``profiler/msprof_analyze/advisor/rules/timeline_fusion_ops.yaml`` in Ascend/mstt: the
 "aten" fusion patterns and the "Optimizer" section), kept where they apply to PyTorch code and
-torch_npu ships the fused op; mindspeed-only ops (npu_matmul_add, the MoE token permutes) and
-``clip_grad_norm_fused_`` (a method of torch_npu's own fused optimizers) are left out, and the add and
-``mul-mul-add`` entries without a torch_npu op behind them too.
+torch_npu ships the fused op. Left out: mindspeed-only ops (npu_matmul_add, the MoE token permutes),
+``clip_grad_norm_fused_`` (a method of torch_npu's own fused optimizers), ``mul-mul-add`` -> ``torch.addmm``
+(no fused op behind it), ``npu_scaled_masked_softmax`` (its softmax-mask sequence is inside the attention
+rule) and ``npu_group_norm_silu`` (the simulated NPU has no CPU reference to prove the replacement with).
 
 ``op`` names the torch_npu op (``npu::`` custom op, or an aten overload torch_npu implements) whose
 first release :func:`available_from` reads from the generated op tables (``ascend_compat.data``).
