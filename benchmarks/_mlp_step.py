@@ -1,5 +1,6 @@
 """The training step the tool-overhead benchmarks measure (``bench_profile.py``, ``bench_compare.py``):
-a small MLP AdamW step on the simulated NPU, one torch thread, and a timer over repeated calls."""
+a small MLP AdamW step on the simulated NPU, one torch thread, and a timer over repeated calls (which
+``bench_watch.py`` uses too)."""
 from __future__ import annotations
 
 import time

@@ -13,7 +13,7 @@ VERSIONS = {
     "doctor": "1.0",
     "error": "1.0",
     "audit": "1.0",
-    "profile": "1.0",          # was "ascend-compat.profile", version 1 (an int)
+    "profile": "2.0",          # was "ascend-compat.profile", version 1 (an int); 2: findings carry their phase; phases, ops_by_phase, no_npu_op
     "compare": "2.0",          # was "ascend-compat.compare", version 1, then 2 (ints); 2: the accuracy standard
     "migrate-changes": "1.0",  # migrate --changes FILE.json
 }

@@ -105,3 +105,14 @@ def test_bad_input(tmp_path: Path):
     assert proc.returncode == 2 and "directory does not exist" in proc.stderr
     proc = _audit([], tmp_path)
     assert proc.returncode == 2 and "give a SCRIPT" in proc.stderr
+
+
+def test_json_on_stdout_parses_the_script_output_goes_to_stderr(tmp_path: Path):
+    """Was: the script's own output preceded the JSON report on standard output (unparseable)."""
+    (tmp_path / "train.py").write_text(SCRIPT)
+    for simulate in ([], ["--simulate"]):
+        proc = _audit([*simulate, "--format", "json", "train.py"], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["schema"] == "ascend-compat/audit"
+        assert "script ran on" in proc.stderr and "script ran on" not in proc.stdout

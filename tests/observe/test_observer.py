@@ -149,3 +149,30 @@ def test_an_observer_cannot_be_entered_twice():
     with obs:
         with pytest.raises(RuntimeError, match="already observing"):
             obs.start_observing()
+
+
+def test_shared_parameters_stay_shared_when_moved_under_an_observer():
+    """Was: ``profile --simulate`` untied ``emb.weight = head.weight`` (2 parameters instead of 1): the
+    observer ran ``_has_compatible_shallow_copy_type`` as its composite, which says False for a host/NPU
+    pair where the backend's kernel says True, so ``Module.to`` made a new Parameter for the second use."""
+    from subproc import check, run_python
+
+    code = """
+        import torch
+        from ascend_compat import simulator
+        simulator.install()
+        from ascend_compat.observe import routing
+        from ascend_compat.observe.observer import OpObserver
+
+        class Tied(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = torch.nn.Embedding(10, 4)
+                self.head = torch.nn.Linear(4, 10, bias=False)
+                self.emb.weight = self.head.weight
+
+        with OpObserver(router=routing.backend_router()):
+            model = Tied().to("npu")
+        print(len(list(model.parameters())), model.emb.weight is model.head.weight)
+    """
+    assert check(run_python(code)).split() == ["1", "True"]

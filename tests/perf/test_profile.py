@@ -46,8 +46,8 @@ def planted_run(tmp_path_factory):
 def test_every_planted_problem_is_found_at_its_line_and_nothing_else(planted_run):
     proc, _ = planted_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])
-    assert report["schema"] == "ascend-compat/profile" and report["schema_version"] == "1.0"
+    report = json.loads(proc.stdout)
+    assert report["schema"] == "ascend-compat/profile" and report["schema_version"] == "2.0"
     assert found(report, "planted.py") == planted("planted.py")
     assert len(report["findings"]) == len(planted("planted.py"))
     for f in report["findings"]:
@@ -56,13 +56,14 @@ def test_every_planted_problem_is_found_at_its_line_and_nothing_else(planted_run
 
 def test_the_script_stops_after_the_recorded_steps(planted_run):
     proc, _ = planted_run
-    # warm-up step 0, recorded steps 1-3: the loss of step 3 is printed after opt.step() ends the run
-    assert re.findall(r"^step (\d)", proc.stdout, re.M) == ["0", "1", "2"]
+    # warm-up step 0, recorded steps 1-3: the loss of step 3 is printed after opt.step() ends the run;
+    # with the JSON report on standard output, the script's own output went to standard error
+    assert re.findall(r"^step (\d)", proc.stderr, re.M) == ["0", "1", "2"]
 
 
 def test_fallback_and_sync_weights(planted_run):
     proc, _ = planted_run
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    report = json.loads(proc.stdout)
     by_rule = {f["rule"]: f for f in report["findings"]}
     fallback = by_rule["cpu-fallback"]
     assert "aten::mode" in fallback["title"] and fallback["weight"]["calls_per_step"] == 1
@@ -96,7 +97,7 @@ def test_text_report_lines_start_with_path_and_line():
 def test_more_planted_problems():
     proc = profile("--simulate", "--format", "json", "more_problems.py")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])
+    report = json.loads(proc.stdout)
     got = found(report, "more_problems.py")
     for rule, line in planted("more_problems.py"):
         assert (rule, line) in got, (rule, line, sorted(got))

@@ -16,7 +16,8 @@ would run on torch_npu:
   coverage.
 
 The report goes to standard output after the script's own output (``-o FILE`` writes it to a file
-instead, atomically). Exit status: the script's own when it fails, else 1 with
+instead, atomically); with ``--format json`` on standard output the script's own output goes to
+standard error, so standard output parses. Exit status: the script's own when it fails, else 1 with
 ``--fail-on-fallback`` when something falls back, else 0; before the script starts, 2 for a usage
 error and 3 when the script does not exist. The JSON report carries ``schema``
 (``ascend-compat/audit``) and ``schema_version``.
@@ -75,6 +76,7 @@ def _headline(code: int, ops_seen: int) -> str:
 def main(args: argparse.Namespace) -> int:
     from ascend_compat.cli._common import USAGE, CliError
     from ascend_compat.cli._script import parse_target, prepare_with_progress, run_to_status
+    from ascend_compat.cli._watch import script_output
 
     target = parse_target(args, prog="audit")
     if args.output is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
@@ -101,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
         from ascend_compat.coverage.fallback import FallbackMonitor
 
         monitor = FallbackMonitor()
-        with monitor:
+        with script_output(args.format, args.output is None), monitor:
             code = run_to_status(args.module, target, "audit")
         report = monitor.report
         fell_back = len(report) > 0
@@ -120,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
             from ascend_compat.coverage.audit import OpRecorder
 
         recorder = OpRecorder(version)
-        with recorder:
+        with script_output(args.format, args.output is None), recorder:
             code = run_to_status(args.module, target, "audit")
         audit = recorder.report()
         fell_back = bool(audit.fallbacks)

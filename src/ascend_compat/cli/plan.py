@@ -33,14 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", choices=("edges", "all"), default="edges",
                         help="plan rank 0 and the last rank (default) or every rank")
     parser.add_argument("--timeout", type=positive_int, default=1800, metavar="S", help="per planned rank")
-    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE [ARGS...]",
-                        help="plan a library module run as a script")
-    parser.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT [ARGS...]")
+    from ascend_compat.cli._script import add_target_arguments
+
+    add_target_arguments(parser)
 
 
 def main(args: argparse.Namespace) -> int:
     from ascend_compat.cli._common import USAGE, CliError, progress_enabled
-    from ascend_compat.cli.run import parse_target
+    from ascend_compat.cli._script import parse_target
     from ascend_compat import plan as planning
 
     target = parse_target(args, prog="plan")

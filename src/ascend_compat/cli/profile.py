@@ -1,9 +1,13 @@
-"""``ascend-compat profile [--simulate] [--steps N] [--warmup W] SCRIPT [ARGS...]``.
+"""``ascend-compat profile [--simulate] [--steps N] [--warmup W] [--phases P,...] [--timeout S] SCRIPT [ARGS...]``.
 
 Runs a training script like ``ascend-compat run`` does and reports why its steps will be slow on
-Ascend (:mod:`ascend_compat.perf`): each finding with its ``path:line``, severity, weight in the step
-and fix. A step ends at each ``optimizer.step()``; after ``W`` warm-up steps, ``N`` steps are
-recorded and the script is stopped there (``--run-to-end`` lets it finish).
+Ascend (:mod:`ascend_compat.perf`): each finding with its ``path:line``, severity, phase, weight in
+the step and fix. A step ends at each ``optimizer.step()``; after ``W`` warm-up steps, ``N`` steps are
+recorded and the script is stopped there (``--run-to-end`` lets it finish; ``--timeout`` stops it
+after that many seconds, reporting what ran). Only training steps are judged unless ``--phases``
+says otherwise: evaluation, checkpointing and set-up are told apart (:mod:`ascend_compat.observe.phases`)
+and counted in a note. With ``--format json`` on standard output, the script's own output goes to
+standard error.
 
 ``--from-trace PATH`` reads a trace exported by torch_npu's or torch's profiler on the cluster
 (a ``*.json`` Chrome trace, or a torch_npu result directory) instead of running anything.
@@ -17,6 +21,8 @@ import argparse
 import os
 import sys
 
+from ascend_compat.cli._watch import script_output, time_limit, timeout_seconds
+
 HELP = "run a training script and report why its steps will be slow on Ascend, line by line"
 
 
@@ -29,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="steps to run before recording (default 1)")
     parser.add_argument("--run-to-end", action="store_true",
                         help="let the script finish instead of stopping it after the recorded steps")
+    parser.add_argument("--phases", type=_phases, default=("train",), metavar="P,...",
+                        help="phases to judge: train (default), eval, checkpoint, setup, or all")
+    parser.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
+                        help="stop the script after this many seconds and report what it ran")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--trace", metavar="FILE", help="also write the recorded steps as a Chrome trace "
@@ -38,6 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from-trace", metavar="PATH",
                         help="analyse a profiler trace from the cluster instead of running a script")
     add_target_arguments(parser)
+
+
+def _phases(text: str):
+    from ascend_compat.observe.phases import PHASES
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return PHASES
+    unknown = [n for n in names if n not in PHASES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: give phases from {', '.join(PHASES)} (comma-separated), "
+                                          "or all")
+    return tuple(p for p in PHASES if p in names)
 
 
 def _positive(text: str) -> int:
@@ -85,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
             record = read_trace(args.from_trace)
         except TraceError as exc:  # a missing or unreadable trace: an input error (docs/cli.md)
             raise CliError(str(exc), INPUT) from None
-        return _finish(args, analyze(record, backend="a profiler trace"), 0)
+        return _finish(args, analyze(record, backend="a profiler trace", phases=args.phases), 0)
 
     from ascend_compat.cli._script import parse_target, prepare_with_progress, run_to_status
 
@@ -94,13 +117,16 @@ def main(args: argparse.Namespace) -> int:
     from ascend_compat.perf.record import StopProfiling, profile
 
     recorder = profile(steps=args.steps, warmup=args.warmup, auto_step=True, stop_after=not args.run_to_end)
-    try:
-        with recorder:
-            code = run_to_status(args.module, target, "profile")
-    except StopProfiling:
-        code = 0
+    with script_output(args.format, args.output is None), time_limit(args.timeout) as limit:
+        try:
+            with recorder:
+                code = run_to_status(args.module, target, "profile")
+        except StopProfiling:
+            code = 0
+    if limit.expired:
+        recorder.stopped(f"the script was stopped by --timeout after {limit.seconds:g} s")
     backend = "the simulated NPU" if args.simulate else ""
-    return _finish(args, recorder.report(backend), code)
+    return _finish(args, recorder.report(backend, phases=args.phases), code)
 
 
 def _finish(args: argparse.Namespace, report, code: int) -> int:

@@ -8,7 +8,8 @@
   aclnn kernel lists DT_DOUBLE, as torch_npu's own float64 tests show;
 * :func:`downcasts_to_float32` - torch_npu's float64 rule for ``_to_copy``: a dtype-only cast of a
   device tensor to float64 (``x.double()``, ``x.to(torch.float64)``) gives float32, with the one-time
-  message :func:`float64_downcast_message`.
+  message :func:`float64_downcast_message`;
+* :data:`LIBRARY_SYNCS` - torch functions that read a device value on the host on the user's behalf.
 
 Dtypes are named as torch names them without the ``torch.`` prefix (``"float64"``).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 __all__ = ["FALLBACK_REWRITES", "rewrite_for", "DtypeRefusal", "CANN_DTYPES", "dtype_refusals",
-           "downcasts_to_float32", "float64_downcast_message"]
+           "downcasts_to_float32", "float64_downcast_message", "LIBRARY_SYNCS"]
 
 #: op (base name) -> (advice, aten overloads the advice runs on: each native in every torch_npu table, tested).
 FALLBACK_REWRITES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
@@ -122,3 +123,11 @@ def downcasts_to_float32(self_dtype: str, dtype: Optional[str], layout_given: bo
 def float64_downcast_message() -> str:
     """torch_npu's one-time message for that downcast (``TORCH_NPU_WARN_ONCE``), verbatim."""
     return _table()["to_copy_downcast"]["message"]
+
+
+#: (file suffix, function) of torch code that synchronises with the device on the user's behalf -> a
+#: label. ``GradScaler.step`` reads ``found_inf`` with ``.item()`` before calling ``optimizer.step()``
+#: unless the optimizer takes the check itself (``_step_supports_amp_scaling``: the fused optimizers)
+LIBRARY_SYNCS: Dict[Tuple[str, str], str] = {
+    ("torch/amp/grad_scaler.py", "_maybe_opt_step"): "GradScaler.step",
+}

@@ -59,3 +59,59 @@ def user_frame(start: Union[int, FrameType] = 1) -> Optional[Tuple[str, int, str
             return fname, frame.f_lineno, frame.f_code.co_name
         frame = frame.f_back
     return None
+
+
+def library_caller(start: Union[int, FrameType], known: Dict[Tuple[str, str], str]) -> str:
+    """The label ``known[(file suffix, function)]`` of the innermost known library function on the stack
+    from ``start`` out (``""`` when none): which library call issued an op on the user's behalf."""
+    frame = sys._getframe(start) if isinstance(start, int) else start
+    while frame is not None:
+        code = frame.f_code
+        for (suffix, function), label in known.items():
+            if code.co_name == function and code.co_filename.replace("\\", "/").endswith(suffix):
+                return label
+        frame = frame.f_back
+    return ""
+
+
+_KERNEL_FILE: Optional[str] = None
+_kernel_files: Dict[str, bool] = {}
+
+
+def _is_kernel_file(fname: str) -> bool:
+    found = _kernel_files.get(fname)
+    if found is None:
+        found = _kernel_files[fname] = os.path.realpath(fname) == _KERNEL_FILE
+    return found
+
+
+def user_frame_and_kernel(start: Union[int, FrameType] = 1) -> Tuple[Optional[Tuple[str, int, str]],
+                                                                      Optional[FrameType]]:
+    """:func:`user_frame`, and the frame of the simulated NPU's kernel for a ``torch_npu`` fused op when the
+    op runs inside one (its CPU reference's pieces are seen one by one, where torch_npu runs one kernel;
+    the kernel frame's locals hold ``reference`` and the call's ``args``/``kwargs``), else None."""
+    global _SKIP, _KERNEL_FILE
+    if _SKIP is None:
+        _SKIP = _skip_dirs()
+    if _KERNEL_FILE is None:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        _KERNEL_FILE = os.path.realpath(os.path.join(package, "simulator", "torch_npu", "_op_registry.py"))
+    frame = sys._getframe(start) if isinstance(start, int) else start
+    cache = _skip_cache
+    kernel = None
+    while frame is not None:
+        code = frame.f_code
+        fname = code.co_filename
+        skip = cache.get(fname)
+        if skip is None:
+            if fname.startswith("<"):
+                skip = fname.startswith("<frozen")
+            else:
+                skip = os.path.realpath(fname).startswith(_SKIP)
+            cache[fname] = skip
+        if not skip:
+            return (fname, frame.f_lineno, code.co_name), kernel
+        if code.co_name == "kernel" and _is_kernel_file(fname):
+            kernel = frame  # the outermost one wins: a reference may call another fused op
+        frame = frame.f_back
+    return None, kernel

@@ -8,13 +8,16 @@ An observer, entered as a context manager, installs one ``TorchDispatchMode`` in
    whose composite kernel is being run (some composites call themselves again below the Python key);
 2. routes the op as the dispatcher would on torch_npu (:mod:`.routing`) when the observer has a
    ``router`` and the op touches the NPU (or always, with ``route_everything``: ``audit`` runs the
-   script on the CPU and judges every op as if it ran on the NPU). A composite op is announced to
-   :meth:`OpObserver.on_composite` and then runs as its pieces, each of which comes back here;
+   script on the CPU and judges every op as if it ran on the NPU). A composite op that returns tensors
+   is announced to :meth:`OpObserver.on_composite` and then runs as its pieces, each of which comes back
+   here (an op returning only metadata runs as it would have: :func:`.routing.computes`);
 3. hands the op to :meth:`OpObserver.on_op` as an :class:`OpCall`, which must run it
    (:meth:`OpCall.run`) and return its result.
 
 Where an op comes from is the observer's too: :meth:`OpObserver.origin` gives the ``nn.Module`` path
-(with ``modules=True``, :mod:`.modules`) and the user's source line (:mod:`.frames`). With
+(with ``modules=True``, :mod:`.modules`) and the user's source line (:mod:`.frames`), and
+:meth:`OpObserver.phase` the part of the script running (``train``, ``eval``, ``checkpoint``,
+``setup``: with ``phases=`` the starting phase, :mod:`.phases`). With
 ``forward_sites=True`` a ``TorchFunctionMode`` tags each autograd node created while watching with the
 module and line of the call that created it, and a backward op takes the tags of the node the
 autograd engine is running, so backward ops are placed at their forward line; without it they are
@@ -34,6 +37,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 from ascend_compat.observe import routing
 from ascend_compat.observe.frames import user_frame
 from ascend_compat.observe.modules import ModuleStack
+from ascend_compat.observe.phases import PhaseTracker
 
 __all__ = ["OpObserver", "OpCall", "device_name"]
 
@@ -90,20 +94,10 @@ class OpCall:
 
     def _scan(self) -> Tuple[bool, bool]:
         if self._dev is None:
-            import torch
-
-            device, Tensor, Device = self._device, torch.Tensor, torch.device
-            tensor = named = False
-            for a in (*self.args, *self.kwargs.values()):
-                if isinstance(a, Tensor):
-                    tensor = tensor or a.device.type == device
-                elif isinstance(a, Device):
-                    named = named or a.type == device
-                elif isinstance(a, (list, tuple)):
-                    tensor = tensor or any(isinstance(e, Tensor) and e.device.type == device for e in a)
-                if tensor:
-                    break
-            self._dev = (tensor, named)
+            self._dev = _scan(self.args, self._device) or _scan(self.kwargs.values(), self._device) or (False, False)
+            if self._dev == (False, True):  # a device argument: an NPU tensor may still follow in the keywords
+                tensor = _scan(self.kwargs.values(), self._device)
+                self._dev = (bool(tensor and tensor[0]), True)
         return self._dev
 
     @property
@@ -118,6 +112,26 @@ class OpCall:
         return tensor or named
 
 
+def _scan(values, device: str) -> Optional[Tuple[bool, bool]]:
+    """``(True, named)`` at the first NPU tensor among ``values``, ``(False, True)`` for an NPU device
+    argument (after the whole scan), None when neither is there."""
+    named = False
+    for a in values:
+        if isinstance(a, _TENSOR[0]):
+            if a.device.type == device:
+                return True, named
+        elif isinstance(a, (list, tuple)):
+            for e in a:
+                if isinstance(e, _TENSOR[0]) and e.device.type == device:
+                    return True, named
+        elif isinstance(a, _TENSOR[1]) and a.type == device:
+            named = True
+    return (False, True) if named else None
+
+
+_TENSOR: list = []  # [torch.Tensor, torch.device], filled when the first mode is made
+
+
 class OpObserver:
     """Base class of the tools that watch every op (see the module docstring).
 
@@ -127,14 +141,20 @@ class OpObserver:
         own_thread: watch only the thread that entered the observer.
         modules: keep the ``nn.Module`` path of the running code (:attr:`module_stack`).
         forward_sites: place backward ops at the forward call that created their autograd node.
+        phases: follow the script's phase (:attr:`phase_tracker`), starting in this one (``"setup"``
+            around a whole script, ``"train"`` around a training loop); None not to.
+        on_optimizer_step: with ``phases``, called after each outermost ``optimizer.step()``.
     """
 
     def __init__(self, router: Optional[routing.Router] = None, route_everything: bool = False,
-                 own_thread: bool = False, modules: bool = False, forward_sites: bool = False) -> None:
+                 own_thread: bool = False, modules: bool = False, forward_sites: bool = False,
+                 phases: Optional[str] = None, on_optimizer_step=None) -> None:
         self.router = router
         self.route_everything = route_everything
         self.own_thread = own_thread
         self.module_stack: Optional[ModuleStack] = ModuleStack() if modules else None
+        self.phase_tracker: Optional[PhaseTracker] = (PhaseTracker(phases, on_optimizer_step)
+                                                      if phases is not None else None)
         self.forward_sites = forward_sites
         self._thread: Optional[int] = None
         self._mode = None
@@ -145,8 +165,12 @@ class OpObserver:
         """Whether ops are observed right now (called for every op: keep it cheap)."""
         return True
 
-    def on_composite(self, call: OpCall) -> None:
-        """A routed op about to run as its composite kernel's pieces (each then observed in turn)."""
+    def on_composite(self, call: OpCall):
+        """A routed op about to run as its composite kernel's pieces (each then observed in turn). A
+        value other than None is handed to :meth:`after_composite` with the composite's result."""
+
+    def after_composite(self, token, out) -> None:
+        """The composite op ``on_composite`` returned ``token`` for has run and returned ``out``."""
 
     def on_op(self, call: OpCall):
         """Observe ``call``: run it (:meth:`OpCall.run`) and return its result."""
@@ -166,6 +190,10 @@ class OpObserver:
         return ((self.module_stack.current() if self.module_stack is not None else ""),
                 user_frame(call.caller if call is not None and call.caller is not None else 2))
 
+    def phase(self) -> str:
+        """The phase of the running op (``"train"`` when phases are not followed)."""
+        return self.phase_tracker.current() if self.phase_tracker is not None else "train"
+
     @property
     def observing(self) -> bool:
         """True between entering and leaving."""
@@ -179,6 +207,8 @@ class OpObserver:
         self._thread = threading.get_ident()
         if self.module_stack is not None:
             self.module_stack.install()
+        if self.phase_tracker is not None:
+            self.phase_tracker.install()
         if self.forward_sites:
             self._tagger = _tagger_type()(self)
             self._tagger.__enter__()
@@ -195,6 +225,8 @@ class OpObserver:
             tagger.__exit__(*exc_info)
         if self.module_stack is not None:
             self.module_stack.remove()
+        if self.phase_tracker is not None:
+            self.phase_tracker.remove()
 
     def __enter__(self):
         self.start_observing()
@@ -215,6 +247,10 @@ def _mode_type():
     """The ``TorchDispatchMode`` class (made on first use: torch is imported only here)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    import torch
+
+    if not _TENSOR:
+        _TENSOR.extend((torch.Tensor, torch.device))
     COMPOSITE = routing.COMPOSITE
     get_ident = threading.get_ident
     _getframe = sys._getframe
@@ -237,9 +273,12 @@ def _mode_type():
             if router is not None and (obs.route_everything or call.on_device):
                 kind, key = router.route(func)
                 call.kind = kind
-                if kind == COMPOSITE:
-                    obs.on_composite(call)
-                    return routing.run_composite(self, func, key, args, kwargs)
+                if kind == COMPOSITE and routing.computes(func):
+                    token = obs.on_composite(call)
+                    out = routing.run_composite(self, func, key, args, kwargs)
+                    if token is not None:
+                        obs.after_composite(token, out)
+                    return out
             return obs.on_op(call)
 
     return _ObserverMode

@@ -112,6 +112,20 @@ class Router:
         return FALLBACK, None
 
 
+_computes: Dict[object, bool] = {}
+
+
+def computes(op) -> bool:
+    """True when ``op`` returns tensors. Ops that return only metadata (``_has_compatible_shallow_copy_type``,
+    ``is_same_size``) are never run as their composite by an observer: the backend's answer is the one
+    the script acts on (torch_npu registers its own ``_has_compatible_shallow_copy_type`` for host/device
+    pairs, outside its op tables; the composite's False unties shared parameters in ``Module.to``)."""
+    found = _computes.get(op)
+    if found is None:
+        found = _computes[op] = any("Tensor" in str(r.type) for r in op._schema.returns)
+    return found
+
+
 def run_composite(mode, op, key, args, kwargs):
     """Run ``op``'s composite kernel ``key`` with ``mode`` active again, so its pieces reach the mode.
 

@@ -22,7 +22,12 @@ class OpEvent:
     ``sync`` names a device-to-host synchronisation (``item``, ``to_cpu``, ``data_dependent``,
     ``print``) or is ``""``; ``tags`` carry op-specific observations (``noncontiguous``,
     ``channels_last``, ``construct``, ``optimizer``, ``backward``, ``view``, ``log_of_softmax``,
-    ``pinned``/``pageable``, ``blocking``).
+    ``pinned``/``pageable``, ``blocking``; ``composite``: an op that ran as its composite kernel's pieces,
+    kept with kind ``other`` for the data flow; ``inner``: one of those pieces); ``phase`` is the part of the script that ran it (``train``,
+    ``eval``, ``checkpoint``, ``setup``: :mod:`ascend_compat.observe.phases`); ``via`` names the library
+    function that issued a synchronisation on the user's behalf (``GradScaler.step``), or is ``""``;
+    ``seq`` numbers the events of a run in call order, and ``inputs`` gives, per tensor input, the
+    ``seq`` of the event that produced it (-1 when unknown): the data flow the fusion rules follow.
     """
 
     step: int
@@ -41,6 +46,10 @@ class OpEvent:
     tags: Tuple[str, ...] = ()
     start_ns: int = 0
     dur_ns: int = 0
+    phase: str = "train"
+    via: str = ""
+    seq: int = -1
+    inputs: Tuple[int, ...] = ()
 
 
 @dataclass
@@ -55,7 +64,23 @@ class StepRecord:
     dropped: int = 0  # events not kept because of the event cap
     source: str = "dispatch"  # "dispatch" (live) or "trace" (read from a profiler trace)
     notes: List[str] = field(default_factory=list)
+    stopped: str = ""  # why the run was stopped before its end by the tool (``--timeout``), or ""
 
     @property
     def n_steps(self) -> int:
         return max(1, len(self.steps))
+
+    def only(self, phase: str) -> "StepRecord":
+        """The same steps with only the events of ``phase``; the optimizers only for ``train``."""
+        return StepRecord(steps=list(self.steps), step_ns=dict(self.step_ns),
+                          events=[e for e in self.events if e.phase == phase],
+                          optimizers=dict(self.optimizers) if phase == "train" else {},
+                          dropped=self.dropped, source=self.source, notes=list(self.notes), stopped=self.stopped)
+
+    def phase_counts(self) -> Dict[str, int]:
+        """NPU op calls per phase (views and host-only events left out)."""
+        counts: Dict[str, int] = {}
+        for e in self.events:
+            if e.kind != "other" or e.h2d:
+                counts[e.phase] = counts.get(e.phase, 0) + 1
+        return counts

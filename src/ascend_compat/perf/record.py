@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import time
 import weakref
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+from ascend_compat.knowledge.operators import LIBRARY_SYNCS
 from ascend_compat.observe import routing
-from ascend_compat.observe.frames import user_frame
+from ascend_compat.observe.frames import library_caller, user_frame, user_frame_and_kernel
 from ascend_compat.observe.observer import OpCall, OpObserver, device_name
+from ascend_compat.observe.phases import SETUP, TRAIN
 from ascend_compat.perf.events import OpEvent, StepRecord
 
 __all__ = ["profile", "Recorder", "StopProfiling"]
@@ -48,17 +50,17 @@ class StopProfiling(SystemExit):
 
 
 def profile(steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
-            stop_after: bool = False, max_events: int = 1_000_000) -> "Recorder":
+            stop_after: bool = False, max_events: int = 1_000_000, start_phase: Optional[str] = None) -> "Recorder":
     """A :class:`Recorder` (use it as a context manager around the training loop)."""
     return Recorder(steps=steps, warmup=warmup, auto_step=auto_step, stop_after=stop_after,
-                    max_events=max_events)
+                    max_events=max_events, start_phase=start_phase)
 
 
 class Recorder(OpObserver):
     """Records the NPU ops of steps ``warmup .. warmup + steps - 1`` (see the module docstring)."""
 
     def __init__(self, steps: Optional[int] = None, warmup: int = 0, auto_step: bool = False,
-                 stop_after: bool = False, max_events: int = 1_000_000) -> None:
+                 stop_after: bool = False, max_events: int = 1_000_000, start_phase: Optional[str] = None) -> None:
         if steps is not None and steps < 1:
             raise ValueError(f"steps must be at least 1, got {steps}")
         if warmup < 0:
@@ -72,11 +74,16 @@ class Recorder(OpObserver):
         self._recording = False
         self._step_start = 0
         self._handles: List[Any] = []
-        self._in_optimizer = 0
         self._softmax_out: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
         self._lifted: Optional[Any] = None  # weakref to the last CPU tensor built from Python data
+        self._producers: Dict[int, Tuple[Any, int]] = {}  # id(tensor) -> (weakref, seq of the event that made it)
+        self._seq = 0
+        self._composites = 0  # composite ops running now (their pieces are tagged "inner")
+        self._fused: Optional[Tuple[Any, OpEvent]] = None  # (args of the simulated fused op running, its event)
         self._str_original = None
-        super().__init__(own_thread=True, modules=True)
+        if start_phase is None:  # around a whole script (auto_step) the run starts with its set-up
+            start_phase = SETUP if auto_step else TRAIN
+        super().__init__(own_thread=True, modules=True, phases=start_phase, on_optimizer_step=self._optimizer_step)
 
     # ------------------------------------------------------------------ steps
     @property
@@ -130,7 +137,9 @@ class Recorder(OpObserver):
         self.stop_observing(exc_info)
 
     def record(self) -> StepRecord:
-        """The recorded steps after the warm-up (all steps, with a note, when the run ended first)."""
+        """The recorded steps after the warm-up (all steps, with a note, when the run ended first). The
+        warm-up leaves out training-step events only: evaluation, checkpointing and set-up are kept from
+        every recorded step (they run once or rarely, the warm-up among them)."""
         full = self._record
         wanted = [s for s in full.steps if s >= self.warmup]
         notes = list(full.notes)
@@ -140,22 +149,26 @@ class Recorder(OpObserver):
                          "optimizer.step() or Recorder.step()); everything it ran is reported as one step")
         keep = set(wanted)
         return StepRecord(steps=wanted, step_ns={k: v for k, v in full.step_ns.items() if k in keep},
-                          events=[e for e in full.events if e.step in keep], optimizers=dict(full.optimizers),
-                          dropped=full.dropped, source=full.source, notes=notes)
+                          events=[e for e in full.events if e.step in keep or e.phase != TRAIN],
+                          optimizers=dict(full.optimizers),
+                          dropped=full.dropped, source=full.source, notes=notes, stopped=full.stopped)
 
-    def report(self, backend: str = ""):
-        """The findings (:class:`ascend_compat.perf.report.Report`) of what was recorded; ``backend``
-        names where it ran, for the report's header."""
+    def report(self, backend: str = "", phases: Tuple[str, ...] = (TRAIN,)):
+        """The findings (:class:`ascend_compat.perf.report.Report`) of what was recorded in ``phases``
+        (training steps by default); ``backend`` names where it ran, for the report's header."""
         from ascend_compat.perf.rules import analyze
 
-        return analyze(self.record(), backend)
+        return analyze(self.record(), backend, phases)
+
+    def stopped(self, why: str) -> None:
+        """Say why the run was stopped before its end (the report shows it first)."""
+        self._record.stopped = why
 
     # ------------------------------------------------------------------ hooks
     def _install_hooks(self) -> None:
         from torch.optim import optimizer as optim_module
 
         self._handles.append(optim_module.register_optimizer_step_pre_hook(self._optimizer_pre))
-        self._handles.append(optim_module.register_optimizer_step_post_hook(self._optimizer_post))
         import torch._tensor_str
 
         original = torch._tensor_str._str
@@ -170,26 +183,78 @@ class Recorder(OpObserver):
         torch._tensor_str._str = _str
 
     def _optimizer_pre(self, optimizer, args, kwargs) -> None:
-        self._in_optimizer += 1
         if self._recording:
             self._record.optimizers[type(optimizer).__name__] = _optimizer_impl(optimizer)
 
-    def _optimizer_post(self, optimizer, args, kwargs) -> None:
-        self._in_optimizer = max(0, self._in_optimizer - 1)
-        if self.auto_step and self._in_optimizer == 0:
+    def _optimizer_step(self) -> None:
+        """After an outermost ``optimizer.step()`` (the phase tracker's signal)."""
+        if self.auto_step:
             self.step()
 
     # ------------------------------------------------------------------ events
-    def _add(self, event: OpEvent) -> None:
+    def _add(self, event: OpEvent, outs=()) -> None:
         if len(self._record.events) >= self.max_events:
             self._record.dropped += 1
-        else:
-            self._record.events.append(event)
+            return
+        event.seq = self._seq
+        self._seq += 1
+        self._record.events.append(event)
+        for out in outs:
+            self._produced(out, event.seq)
+
+    def _piece(self, kernel, site, module: str, outs, start: int, dur: int, flops: int) -> None:
+        """Record a piece of a simulated ``torch_npu`` fused op (its CPU reference runs torch ops, torch_npu one
+        kernel) into one event named after the op; ``kernel`` is the simulator's kernel frame."""
+        import torch
+
+        args, kwargs = kernel.f_locals.get("args", ()), kernel.f_locals.get("kwargs", {}) or {}
+        if self._fused is not None and self._fused[0] is args:
+            event = self._fused[1]
+            event.dur_ns += dur
+            event.flops += flops
+            event.out_shapes = tuple(tuple(o.shape) for o in outs)
+            event.out_numel = max((o.numel() for o in outs), default=-1)
+            for o in outs:
+                self._produced(o, event.seq)
+            return
+        reference = kernel.f_locals.get("reference")
+        ins = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        tags = []
+        backward = torch._C._current_autograd_node() is not None
+        if backward:
+            tags.append("backward")
+        if self.phase_tracker.in_optimizer:
+            tags.append("optimizer")
+        event = OpEvent(self._step, "npu::" + getattr(reference, "__name__", "fused_op"), "native", site, module,
+                        tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
+                        max((o.numel() for o in outs), default=-1), flops=flops,
+                        out_shapes=tuple(tuple(o.shape) for o in outs), tags=tuple(tags), start_ns=start,
+                        dur_ns=dur, phase=self.phase())
+        if not backward:
+            event.inputs = tuple(self._producer(t) for t in ins)
+        self._fused = (args, event)
+        self._add(event, outs)
+
+    def _produced(self, tensor, seq: int) -> None:
+        key = id(tensor)
+        producers = self._producers
+
+        def forget(ref, key=key):
+            entry = producers.get(key)
+            if entry is not None and entry[0] is ref:
+                del producers[key]
+
+        producers[key] = (weakref.ref(tensor, forget), seq)
+
+    def _producer(self, tensor) -> int:
+        entry = self._producers.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else -1
 
     def _note_print(self, tensor) -> None:
         self._add(OpEvent(self._step, "print", "other", user_frame(2), self._module(),
                           (tuple(tensor.shape),), (str(tensor.dtype).replace("torch.", ""),),
-                          tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns()))
+                          tensor.numel(), d2h=_nbytes(tensor), sync="print", start_ns=time.perf_counter_ns(),
+                          phase=self.phase()))
 
     def _module(self) -> str:
         return self.module_stack.current()
@@ -200,6 +265,50 @@ class Recorder(OpObserver):
 
     def on_op(self, call: OpCall):
         return _observe(self, call)
+
+    def on_composite(self, call: OpCall):
+        ins = list(call.tensors())
+        if call.name == "aten::lift_fresh" and call.tensor_on_device:
+            # torch.tensor(data, device=npu) reaches the mode as lift_fresh of a tensor already on the device,
+            # whose composite kernel runs nothing: the copy from the host happened in torch's tensor factory
+            t = ins[0]
+            module, site = self.origin(call)
+            self._add(OpEvent(self._step, call.name, "native", site, module, ((tuple(t.shape)),),
+                              (str(t.dtype)[6:],), t.numel(), h2d=_nbytes(t), tags=("construct",),
+                              start_ns=time.perf_counter_ns(), phase=self.phase()), [t])
+            return None
+        # the composite itself is kept as a host-side event (its pieces are the device ops), so that the data
+        # flow runs through it: its result is the one later ops consume. Its source line is its first piece's
+        # (after_composite): a stack walk per composite would cost as much again
+        event = OpEvent(self._step, call.name, "other", None, self._module(), tuple(tuple(t.shape) for t in ins),
+                        tuple(str(t.dtype)[6:] for t in ins), tags=("composite",) + (("view",) if call.func.is_view
+                                                                                    else ()),
+                        start_ns=time.perf_counter_ns(), phase=self.phase())
+        if torch_autograd_node() is None:
+            event.inputs = tuple(self._producer(t) for t in ins)
+        else:
+            event.tags += ("backward",)
+        self._add(event)
+        self._composites += 1
+        return event, len(self._record.events)
+
+    def after_composite(self, token, out) -> None:
+        import torch
+
+        event, first_piece = token
+        self._composites -= 1
+        events = self._record.events
+        if len(events) > first_piece and events[first_piece].site is not None:
+            event.site = events[first_piece].site
+        else:
+            event.site = user_frame(2)
+        outs = [out] if isinstance(out, torch.Tensor) else [o for o in (out if isinstance(out, (list, tuple)) else ())
+                                                             if isinstance(o, torch.Tensor)]
+        event.out_shapes = tuple(tuple(o.shape) for o in outs)
+        event.out_numel = max((o.numel() for o in outs), default=-1)
+        if event.seq >= 0:
+            for o in outs:
+                self._produced(o, event.seq)
 
 
 def _nbytes(t) -> int:
@@ -218,6 +327,12 @@ def _optimizer_impl(optimizer) -> str:
         params = [p for group in optimizer.param_groups for p in group["params"]]
         _, foreach = _default_to_fused_or_foreach(params, bool(defaults.get("differentiable")), use_fused=False)
     return "foreach" if foreach else "single_tensor"
+
+
+def torch_autograd_node():
+    import torch
+
+    return torch._C._current_autograd_node()
 
 
 def _flop_formulas():
@@ -271,18 +386,24 @@ def _observe(rec: Recorder, call: OpCall):
     if not (dev_in or dev_out):
         return out
     ins = list(call.tensors())
-    module, site = rec.origin(call)
+    site, kernel = user_frame_and_kernel(call.caller)
+    module = rec._module()
+    if kernel is not None:  # a piece of a simulated torch_npu fused op: one event for the op, as on Ascend
+        rec._piece(kernel, site, module, outs, start, dur, _flops_of(rec, func, args, kwargs, out))
+        return out
+    rec._fused = None
     event = OpEvent(rec._step, name, "cpu_fallback" if kind == routing.FALLBACK else ("native" if dev_in else "other"),
                     site, module,
                     tuple(tuple(t.shape) for t in ins), tuple(str(t.dtype)[6:] for t in ins),
                     max((o.numel() for o in outs), default=-1), flops=_flops_of(rec, func, args, kwargs, out),
-                    out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur)
+                    out_shapes=tuple(tuple(o.shape) for o in outs), start_ns=start, dur_ns=dur, phase=rec.phase())
     tags = []
     if kind == routing.FALLBACK:
         event.d2h = sum(_nbytes(t) for t in ins if t.device.type == device)
         event.h2d = sum(_nbytes(o) for o in outs if o.device.type == device)
     if name == "aten::_local_scalar_dense":
         event.sync, event.d2h = "item", sum(_nbytes(t) for t in ins)
+        event.via = library_caller(call.caller, LIBRARY_SYNCS)
     elif dev_in and (name in DATA_DEPENDENT or (name in BOOL_INDEXED and any(
             t.dtype in (torch.bool, torch.uint8) for t in ins[1:]))):
         event.sync = "data_dependent"
@@ -310,10 +431,14 @@ def _observe(rec: Recorder, call: OpCall):
         rec._softmax_out[id(outs[0])] = outs[0]
     elif name == "aten::log" and ins and rec._softmax_out.get(id(ins[0])) is ins[0]:
         tags.append("log_of_softmax")
-    if rec._in_optimizer:
+    if rec.phase_tracker.in_optimizer:
         tags.append("optimizer")
     if torch._C._current_autograd_node() is not None:
         tags.append("backward")
+    else:
+        event.inputs = tuple(rec._producer(t) for t in ins)
+    if rec._composites:
+        tags.append("inner")
     event.tags = tuple(tags)
-    rec._add(event)
+    rec._add(event, outs)
     return out

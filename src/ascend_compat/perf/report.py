@@ -14,6 +14,8 @@ from ascend_compat.perf.events import Site, StepRecord
 SCHEMA = schema_id("profile")
 SCHEMA_VERSION = VERSIONS["profile"]
 SEVERITIES = ("high", "medium", "low")
+_PHASE_NAMES = {"train": "training steps", "eval": "evaluation", "checkpoint": "checkpointing",
+                "setup": "set-up"}
 
 
 @dataclass
@@ -22,7 +24,8 @@ class Finding:
 
     ``rule`` is a stable id (``device-sync``...); ``weight`` estimates its share of the step
     (``calls_per_step``, ``bytes_per_step``, ``flop_share``, ``op_share`` as they apply); ``fix``
-    names the torch / torch_npu API to use instead.
+    names the torch / torch_npu API to use instead; ``phase`` is the part of the script it comes from
+    (``train``, ``eval``, ``checkpoint``, ``setup``).
     """
 
     rule: str
@@ -33,6 +36,7 @@ class Finding:
     module: str = ""
     weight: Dict[str, float] = field(default_factory=dict)
     first_ns: int = 0
+    phase: str = "train"
 
     @property
     def location(self) -> str:
@@ -55,11 +59,40 @@ class Report:
     findings: List[Finding]
     record: StepRecord
     backend: str = ""
+    phases: Tuple[str, ...] = ("train",)
 
     @property
     def ops_per_step(self) -> float:
-        device = [e for e in self.record.events if e.kind != "other" or e.h2d]
-        return len(device) / self.record.n_steps
+        """NPU op calls per recorded step, in the judged phases."""
+        counts = self.record.phase_counts()
+        return sum(counts.get(p, 0) for p in self.phases) / self.record.n_steps
+
+    def left_out(self) -> Dict[str, int]:
+        """NPU op calls of the phases not judged, per phase."""
+        return {p: n for p, n in self.record.phase_counts().items() if p not in self.phases and n}
+
+    def notes(self) -> List[str]:
+        """What the reader must know to read the findings: nothing ran, phases left out."""
+        notes = list(self.record.notes)
+        if self.record.stopped:
+            notes.insert(0, self.record.stopped + "; what it ran until then is reported")
+        counts = self.record.phase_counts()
+        if not counts:
+            notes.append("no NPU op ran before the script was stopped" if self.record.stopped else
+                         "no NPU op ran in the recorded steps: there is nothing to judge (does the script move "
+                         "its model and data to the device?)")
+            return notes
+        left = self.left_out()
+        if not any(counts.get(p) for p in self.phases):
+            judged = " and ".join(_PHASE_NAMES[p] for p in self.phases)
+            notes.append(f"no NPU op ran in {judged}; pass --phases all to judge the rest")
+        if left:
+            notes.append("left out (not training steps): " + ", ".join(
+                f"{n} op call{'s' if n != 1 else ''} in {_PHASE_NAMES[p]}" for p, n in sorted(left.items()))
+                + "; --phases all judges them too")
+        if self.record.dropped:
+            notes.append(f"{self.record.dropped} op calls beyond the event cap were not recorded")
+        return notes
 
     def worst(self) -> Optional[str]:
         for severity in SEVERITIES:
@@ -70,15 +103,17 @@ class Report:
     def header(self) -> str:
         n = len(self.record.steps)
         where = f" on {self.backend}" if self.backend else ""
+        what = "NPU ops per step" if self.phases == ("train",) else f"NPU ops per step ({', '.join(self.phases)})"
         head = (f"ascend-compat profile: {n} step{'s' if n != 1 else ''} recorded{where}, "
-                f"{self.ops_per_step:.0f} NPU ops per step")
+                f"{self.ops_per_step:.0f} {what}")
         return head
 
     def text(self) -> str:
         lines = [self.header()]
-        lines.extend(f"  note: {note}" for note in self.record.notes)
-        if self.record.dropped:
-            lines.append(f"  note: {self.record.dropped} op calls beyond the event cap were not recorded")
+        lines.extend(f"  note: {note}" for note in self.notes())
+        if not self.record.phase_counts():
+            lines.append("no NPU op ran: no findings")
+            return "\n".join(lines)
         if not self.findings:
             lines.append("no findings: nothing in the recorded steps is known to be slow on Ascend")
             return "\n".join(lines)
@@ -87,7 +122,7 @@ class Report:
                      + ", ".join(f"{counts[s]} {s}" for s in SEVERITIES if counts[s]))
         for f in self.findings:
             where = f" [in {f.module}]" if f.module else ""
-            lines.append(f"{f.location}: {f.severity.upper()} {f.rule}: {f.title}{where}")
+            lines.append(f"{f.location}: {f.severity.upper()} {f.rule} ({_PHASE_NAMES[f.phase]}): {f.title}{where}")
             if f.weight:
                 lines.append("    weight: " + ", ".join(f"{k}={_fmt(v)}" for k, v in f.weight.items()))
             lines.append(f"    fix: {f.fix}")
@@ -97,7 +132,10 @@ class Report:
         return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "backend": self.backend,
                 "source": self.record.source, "steps": list(self.record.steps),
                 "ops_per_step": round(self.ops_per_step, 1), "dropped_events": self.record.dropped,
-                "notes": list(self.record.notes), "findings": [f.to_dict() for f in self.findings]}
+                "phases": list(self.phases), "ops_by_phase": self.record.phase_counts(),
+                "stopped": self.record.stopped or None,
+                "no_npu_op": not self.record.phase_counts(),
+                "notes": self.notes(), "findings": [f.to_dict() for f in self.findings]}
 
     def json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"

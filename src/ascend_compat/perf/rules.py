@@ -14,13 +14,21 @@ alike. Weights are per recorded step. The advice texts live here and nowhere els
 | ``tiny-ops`` | most device ops launch kernels on a few elements (launch-bound) | medium |
 | ``layout`` | non-contiguous or channels_last inputs to matmul/conv (format conversions) | medium |
 | ``unfused-optimizer`` | an optimiser updating parameter by parameter | medium |
+| ``manual-update`` | a hand-written update loop (``p.data.add_(p.grad, ...)`` per parameter) | medium |
 | ``unfused-loss`` | ``log(softmax(x))`` as two ops instead of ``log_softmax``/``cross_entropy`` | medium |
+| ``fused-*`` | hand-written forms of torch_npu's fused ops: attention, RMSNorm, rotary, SwiGLU, GeGLU, tanh GELU (medium); GELU, add + LayerNorm, transpose-contiguous-view (low) (:mod:`.fusion`) | medium / low |
+| ``fused-optimizer`` | an optimizer with multi-tensor (foreach) kernels where a fused one runs | low |
+
+Rules run on the events of one phase at a time (:mod:`ascend_compat.observe.phases`; training steps
+by default): a finding is computed from, and shown with, the phase it comes from.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from typing import Callable, Dict, List, Optional, Tuple
 
+from ascend_compat.observe.phases import TRAIN
+from ascend_compat.perf import fusion
 from ascend_compat.perf.events import OpEvent, Site, StepRecord
 from ascend_compat.perf.report import Finding, Report, sort_key
 
@@ -47,13 +55,24 @@ _SYNC_FIXES = {
 }
 
 
-def analyze(record: StepRecord, backend: str = "") -> Report:
-    """Every rule's findings for ``record``, most severe and heaviest first."""
+def analyze(record: StepRecord, backend: str = "", phases: Tuple[str, ...] = (TRAIN,)) -> Report:
+    """Every rule's findings for the ``phases`` of ``record`` (each phase judged on its own events),
+    most severe and heaviest first."""
     findings: List[Finding] = []
-    for rule in RULES:
-        findings.extend(rule(record))
+    for phase in phases:
+        part = record.only(phase)
+        if not any(_on_npu(e) for e in part.events):
+            continue
+        for rule in RULES:
+            for finding in rule(part):
+                finding.phase = phase
+                findings.append(finding)
     findings.sort(key=sort_key)
-    return Report(findings, record, backend)
+    return Report(findings, record, backend, tuple(phases))
+
+
+def _on_npu(e: OpEvent) -> bool:
+    return e.kind != "other" or bool(e.h2d)
 
 
 # ---------------------------------------------------------------- helpers
@@ -66,7 +85,13 @@ def _by_site(events: List[OpEvent], key: Callable[[OpEvent], object] = lambda e:
 
 
 def _every_step(record: StepRecord, events: List[OpEvent]) -> bool:
-    return {e.step for e in events} >= set(record.steps) if record.steps else True
+    """The events occur in every recorded step. The run's first step (step 0) does not count when others
+    were recorded: it starts with the script and lacks the tail of a previous step (the logging after
+    ``optimizer.step()`` belongs to the next step), so severities do not change with the window."""
+    steps = set(record.steps)
+    if len(steps) > 1:
+        steps.discard(0)
+    return {e.step for e in events} >= steps
 
 
 def _module(events: List[OpEvent]) -> str:
@@ -120,12 +145,30 @@ def cpu_fallbacks(record: StepRecord) -> List[Finding]:
     return out
 
 
+#: syncs that a library issues on the user's behalf (``OpEvent.via``): (title, fix), severity medium
+_LIBRARY_SYNCS = {
+    "GradScaler.step": (
+        "GradScaler.step reads the optimizer's inf/NaN flag on the host (`.item()`) to decide whether to step, "
+        "synchronising the device",
+        "create the optimizer with `fused=True` (e.g. `torch.optim.AdamW(params, lr=..., fused=True)`): GradScaler "
+        "then leaves the inf/NaN check to the fused kernel on the device and does not synchronise; otherwise this "
+        "sync is GradScaler's design (CUDA has it too)"),
+}
+
+
 def device_syncs(record: StepRecord) -> List[Finding]:
     n = record.n_steps
     out = []
     # a data-dependent op's backward (index_put of a mask) repeats its forward's finding at the backward() line
     syncs = [e for e in record.events if e.sync and not (e.sync == "data_dependent" and "backward" in e.tags)]
-    for (site, kind), events in _by_site(syncs, lambda e: e.sync).items():
+    for (site, (kind, via)), events in _by_site(syncs, lambda e: (e.sync, e.via)).items():
+        if via in _LIBRARY_SYNCS:
+            title, fix = _LIBRARY_SYNCS[via]
+            out.append(Finding("device-sync", "medium", f"{title} ({_rate(len(events), n)})", fix, site,
+                               _module(events), {"calls_per_step": len(events) / n,
+                                                 "bytes_per_step": sum(e.d2h for e in events) / n},
+                               events[0].start_ns))
+            continue
         every = _every_step(record, events)
         title = _SYNC_TITLES[kind].format(what=_what(events)) + f" ({_rate(len(events), n)})"
         out.append(Finding("device-sync", "high" if every else "medium", title, _SYNC_FIXES[kind], site,
@@ -281,14 +324,47 @@ def unfused_optimizers(record: StepRecord) -> List[Finding]:
     if not slow:
         return out
     events = [e for e in record.events if "optimizer" in e.tags and _is_device_op(e)]
+    if not events:  # the optimizer updates host tensors: nothing for the NPU to fuse
+        return out
     names = ", ".join(sorted(slow))
     out.append(Finding("unfused-optimizer", "medium",
                        f"{names} updates the parameters one tensor at a time ({_rate(len(events), n, 'op')})",
                        f"create it with `foreach=True` (one multi-tensor kernel per op) or `fused=True`, e.g. "
                        f"`torch.optim.{slow[0]}(params, lr=..., foreach=True)`; on Ascend torch_npu also offers "
                        "`torch_npu.optim.NpuFusedAdamW` and friends",
-                       events[0].site if events else None, "",
-                       {"ops_per_step": len(events) / n}, events[0].start_ns if events else 0))
+                       events[0].site, "", {"ops_per_step": len(events) / n}, events[0].start_ns))
+    return out
+
+
+#: in-place updates a hand-written optimizer applies to each parameter
+_UPDATES = frozenset({"aten::add_.Tensor", "aten::sub_.Tensor", "aten::addcmul_", "aten::addcdiv_", "aten::mul_.Tensor",
+                      "aten::copy_", "aten::lerp_.Scalar", "aten::lerp_.Tensor"})
+#: a site updating at least this many tensors per step is a loop over parameters
+MANUAL_UPDATES_PER_STEP = 4
+
+
+def manual_updates(record: StepRecord) -> List[Finding]:
+    """``for p in model.parameters(): p.data.add_(p.grad, alpha=-lr)``: one in-place op per parameter, each
+    reading a gradient (a tensor backward produced) into a tensor backward did not produce, outside any
+    optimizer's step."""
+    n = record.n_steps
+    backward = {e.seq for e in record.events if "backward" in e.tags and e.seq >= 0}
+    if not backward:
+        return []
+    updates = [e for e in record.events if e.name in _UPDATES and "optimizer" not in e.tags
+               and "backward" not in e.tags and len(e.inputs) > 1 and e.inputs[0] not in backward
+               and any(seq in backward for seq in e.inputs[1:])]
+    out = []
+    for (site, _), events in _by_site(updates).items():
+        if len(events) / n < MANUAL_UPDATES_PER_STEP:
+            continue
+        out.append(Finding("manual-update", "medium",
+                           f"parameters are updated one tensor at a time outside an optimizer ({_rate(len(events), n, 'op')}"
+                           f" of {', '.join(sorted({e.name for e in events}))}): one kernel launch per parameter",
+                           "use a torch optimizer with multi-tensor kernels, e.g. `torch.optim.SGD(model.parameters(), "
+                           "lr=lr, foreach=True)` (or `fused=True`), or update every parameter in one call with "
+                           "`torch._foreach_add_(params, grads, alpha=-lr)`",
+                           site, _module(events), {"ops_per_step": len(events) / n}, events[0].start_ns))
     return out
 
 
@@ -307,4 +383,4 @@ def unfused_losses(record: StepRecord) -> List[Finding]:
 
 
 RULES = (cpu_fallbacks, device_syncs, host_to_device_copies, tensors_from_python, shape_churn, fp32_matmuls,
-         tiny_ops, layouts, unfused_optimizers, unfused_losses)
+         tiny_ops, layouts, unfused_optimizers, manual_updates, unfused_losses, fusion.fused_ops, fusion.fused_optimizers)

@@ -1,4 +1,4 @@
-"""The same model trained the way Ascend likes it: bfloat16 autocast, fixed shapes, foreach AdamW,
+"""The same model trained the way Ascend likes it: bfloat16 autocast, fixed shapes, fused AdamW,
 fused cross-entropy, data on the device before the loop, the loss read once at the end."""
 import torch
 import torch.nn as nn
@@ -21,7 +21,7 @@ class Net(nn.Module):
 
 
 model = Net().to(device)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
 data = torch.randint(0, 100, (4, 4, 16), device=device)
 running = torch.zeros((), device=device)
 for step in range(4):

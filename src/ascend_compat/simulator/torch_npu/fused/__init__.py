@@ -40,7 +40,7 @@ from ascend_compat.simulator.torch_npu.fused.moe import (
     npu_moe_token_permute,
     npu_moe_token_unpermute,
 )
-from ascend_compat.simulator.torch_npu.fused.norms import npu_add_rms_norm, npu_gemma_rms_norm, npu_rms_norm
+from ascend_compat.simulator.torch_npu.fused.norms import npu_add_layer_norm, npu_add_rms_norm, npu_gemma_rms_norm, npu_rms_norm
 from ascend_compat.simulator.torch_npu.fused.optim import npu_apply_adam, npu_apply_adam_w
 from ascend_compat.simulator.torch_npu.fused.rotary import npu_apply_rotary_pos_emb, npu_interleave_rope, npu_rotary_mul
 from ascend_compat.simulator.torch_npu.fused.softmax import npu_scaled_masked_softmax
@@ -87,7 +87,7 @@ from ascend_compat.simulator.torch_npu.fused.transforms import (
 #: kernels by the stand-in's ``_op_registry``
 OVERLOADS = {
     name: globals()[name] for name in (
-        "fast_gelu", "get_npu_format", "npu_add_rms_norm", "npu_anti_quant", "npu_apply_adam", "npu_apply_adam_w",
+        "fast_gelu", "get_npu_format", "npu_add_layer_norm", "npu_add_rms_norm", "npu_anti_quant", "npu_apply_adam", "npu_apply_adam_w",
         "npu_apply_rotary_pos_emb", "npu_bmmV2", "npu_broadcast", "npu_clipped_swiglu", "npu_confusion_transpose",
         "npu_dropout_with_add_softmax", "npu_dtype_cast", "npu_dynamic_quant", "npu_dynamic_quant_asymmetric",
         "npu_fast_gelu", "npu_format_cast", "npu_format_cast_", "npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
@@ -107,7 +107,7 @@ OVERLOADS.update({"npu_format_cast.Tensor": npu_format_cast, "npu_format_cast_.a
 #: overloads whose reference computes output shapes from input shapes alone (registered for Meta too)
 META_SAFE = frozenset({
     "fast_gelu", "npu_fast_gelu", "npu_gelu", "npu_gelu_mul", "npu_swiglu", "npu_geglu", "npu_rms_norm",
-    "npu_gemma_rms_norm", "npu_add_rms_norm", "npu_rotary_mul", "npu_apply_rotary_pos_emb", "npu_silu", "npu_mish",
+    "npu_gemma_rms_norm", "npu_add_rms_norm", "npu_add_layer_norm", "npu_rotary_mul", "npu_apply_rotary_pos_emb", "npu_silu", "npu_mish",
     "npu_layer_norm_eval", "npu_transpose", "npu_slice", "npu_broadcast", "npu_pad", "npu_sort_v2", "npu_max.dim",
     "npu_min.dim", "npu_linear", "npu_bmmV2", "npu_confusion_transpose", "npu_one_hot",
     "npu_softmax_cross_entropy_with_logits", "npu_moe_gating_top_k_softmax", "npu_dynamic_quant", "npu_quant_matmul",

@@ -4,6 +4,11 @@
   ``gamma.dim()`` axes, ``rstd = 1/sqrt(mean(x²) + eps)``, ``y = x·rstd·gamma``.
 * ``npu_gemma_rms_norm(self, gamma, epsilon=1e-6) -> (y, rstd)``: ``y = x·rstd·(1 + gamma)``.
 * ``npu_add_rms_norm(x1, x2, gamma, epsilon=1e-6) -> (y, rstd, x)`` with ``x = x1 + x2``.
+* ``npu_add_layer_norm(x1, x2, gamma, beta, epsilon=1e-5, additional_output=False) -> (y, mean, rstd, x)``:
+  ``x = x1 + x2``, ``y = (x - mean(x))·rstd·gamma + beta`` with ``rstd = 1/sqrt(var(x) + eps)`` (biased
+  variance) over the trailing ``gamma.dim()`` axes (CANN's aclnnAddLayerNorm); ``mean``/``rstd`` float32
+  of shape ``x.shape[:-gamma.dim()] + (1,)*gamma.dim()`` (torch_npu's meta registration); ``x`` is
+  filled whether or not ``additional_output`` asks for it.
 
 ``rstd`` is float32 of shape ``x.shape[:-gamma.dim()] + (1,)*gamma.dim()`` (torch_npu's meta
 registration); y and x keep the input dtype. Inputs must be float16/bfloat16/float32 with gamma of
@@ -62,3 +67,20 @@ def npu_add_rms_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor, ep
     rstd = _rms(s32, g, epsilon)
     y = (s32 * rstd * gamma.float()).to(x1.dtype)
     return y, rstd.detach(), s32.to(x1.dtype)
+
+
+def npu_add_layer_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor,
+                       epsilon: float = 1e-5, additional_output: bool = False):
+    """``torch.ops.npu.npu_add_layer_norm``: returns ``(y, mean, rstd, x)`` with ``x = x1 + x2``."""
+    op = "npu_add_layer_norm"
+    g = _check(op, x1, gamma, 1)
+    check(x2.dtype == x1.dtype and tuple(x2.shape) == tuple(x1.shape),
+          f"{op}: x2 must match x1 in shape and dtype, got {list(x2.shape)} {x2.dtype} vs {list(x1.shape)} {x1.dtype}.")
+    check(beta.dtype == gamma.dtype and tuple(beta.shape) == tuple(gamma.shape),
+          f"{op}: beta must match gamma in shape and dtype, got {list(beta.shape)} {beta.dtype}.")
+    s32 = x1.float() + x2.float()
+    dims = tuple(range(s32.dim() - g, s32.dim()))
+    mean = s32.mean(dim=dims, keepdim=True)
+    rstd = torch.rsqrt(s32.var(dim=dims, unbiased=False, keepdim=True) + epsilon)
+    y = ((s32 - mean) * rstd * gamma.float() + beta.float()).to(x1.dtype)
+    return y, mean.detach(), rstd.detach(), s32.to(x1.dtype)
