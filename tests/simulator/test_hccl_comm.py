@@ -16,25 +16,17 @@ from _subproc import check, clean_env, run_python
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-def test_environment_refused_or_honoured_at_communicator_creation(tmp_path):
-    good = tmp_path / "rank_table.json"
-    good.write_text(json.dumps({"status": "completed", "version": "1.0", "server_count": "1", "server_list": [
-        {"server_id": "10.0.0.1", "device": [{"device_id": "0", "device_ip": "192.168.0.2", "rank_id": "0"}]}]}))
-    wide = tmp_path / "wide.json"
-    wide.write_text(json.dumps({"status": "completed", "version": "1.0", "server_count": "1", "server_list": [
-        {"server_id": "10.0.0.1", "device": [{"device_id": str(d), "device_ip": f"192.168.0.{d + 2}",
-                                               "rank_id": str(d)} for d in range(2)]}]}))
-    out = check(run_python(f"""
+def _first_collective(tmp_path, env: dict, group_env: dict = None) -> list:
+    """Lines ``VAR OK|ERR <text>``: the first all-reduce of a default group (``env``) and then of one
+    sub-group per ``group_env`` entry, each created with that one variable set."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return check(run_python(f"""
 import os, warnings
 import ascend_compat.simulator as sim
 sim.install()
 import torch, torch.distributed as dist
-dist.init_process_group("hccl", init_method="file://{tmp_path / 'store'}", rank=0, world_size=1)
-cases = [("HCCL_BUFFSIZE", "0"), ("HCCL_CONNECT_TIMEOUT", "30"), ("HCCL_IF_IP", "10.0.0.300"),
-         ("RANK_TABLE_FILE", "{good}"), ("RANK_TABLE_FILE", "{wide}"), ("HCCL_EXEC_TIMEOUT", "-3")]
-for var, value in cases:
-    os.environ[var] = value
-    group = dist.new_group([0])
+
+def first(var, group=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -42,21 +34,46 @@ for var, value in cases:
             print(var, "OK", " | ".join(str(w.message) for w in caught))
         except RuntimeError as exc:
             print(var, "ERR", " | ".join(str(exc).splitlines()))
+
+dist.init_process_group("hccl", init_method="file://{tmp_path / 'store'}", rank=0, world_size=1)
+first("default")
+for var, value in {group_env or {}!r}.items():
+    os.environ[var] = value
+    first(var, dist.new_group([0]))
     del os.environ[var]
-""", {"ASCEND_PROCESS_LOG_PATH": str(tmp_path / "logs")}))
-    lines = {line.split(" ", 1)[0] + ("_wide" if "wide.json" in line else ""): line
-             for line in out.splitlines() if line.split(" ", 1)[0] in
-             ("HCCL_BUFFSIZE", "HCCL_CONNECT_TIMEOUT", "HCCL_IF_IP", "RANK_TABLE_FILE", "HCCL_EXEC_TIMEOUT")}
+""", {"ASCEND_PROCESS_LOG_PATH": str(tmp_path / "logs"), **env})).splitlines()
+
+
+def test_environment_refused_or_honoured_at_communicator_creation(tmp_path):
+    out = _first_collective(tmp_path, {}, {"HCCL_BUFFSIZE": "0", "HCCL_CONNECT_TIMEOUT": "30",
+                                           "HCCL_IF_IP": "10.0.0.300", "HCCL_EXEC_TIMEOUT": "-3"})
+    lines = {line.split(" ", 1)[0]: line for line in out if " OK" in line or " ERR" in line}
+    assert lines["default"].startswith("default OK")
     assert "ERR HCCL_BUFFSIZE should be positive." in lines["HCCL_BUFFSIZE"]
     assert "ERR00003 PTA invalid value" in lines["HCCL_BUFFSIZE"]
     assert "HCCL function error" in lines["HCCL_CONNECT_TIMEOUT"] and "EI0001" in lines["HCCL_CONNECT_TIMEOUT"]
     assert "error code is 1" in lines["HCCL_CONNECT_TIMEOUT"] and "ERR02200 DIST" in lines["HCCL_CONNECT_TIMEOUT"]
     assert "EI0001" in lines["HCCL_IF_IP"]
-    assert "EI0004" in lines["RANK_TABLE_FILE_wide"] and "lists 2 rank(s) but the job has 1" in lines["RANK_TABLE_FILE_wide"]
-    assert "OK" in lines["RANK_TABLE_FILE"] and "300 seconds or more" in lines["RANK_TABLE_FILE"]
     assert "OK Get env HCCL_EXEC_TIMEOUT less than 0, so reset it to the default value." in lines["HCCL_EXEC_TIMEOUT"]
     run_log = "".join(p.read_text() for p in (tmp_path / "logs" / "run" / "plog").iterdir())
     assert "SetupAgent rankNum[1], rank[0]" in run_log and "HCCL_EXEC_TIMEOUT set by default to [1836]s" in run_log
+
+
+def test_a_usable_rank_table_must_match_the_job_and_builds_only_the_default_group(tmp_path):
+    def table(path, ranks):
+        path.write_text(json.dumps({"status": "completed", "version": "1.0", "server_count": "1", "server_list": [
+            {"server_id": "10.0.0.1", "device": [{"device_id": str(d), "device_ip": f"192.168.0.{d + 2}",
+                                                   "rank_id": str(d)} for d in range(ranks)]}]}))
+        return str(path)
+
+    good = _first_collective(tmp_path / "a", {"RANK_TABLE_FILE": table(tmp_path / "good.json", 1)})
+    assert any(line.startswith("default OK") and "300 seconds or more" in line for line in good), good
+    wide = table(tmp_path / "wide.json", 2)
+    out = _first_collective(tmp_path / "b", {"HCCL_CONNECT_TIMEOUT": "300"}, {"RANK_TABLE_FILE": wide})
+    assert any(line.startswith("RANK_TABLE_FILE OK") for line in out), out  # a sub-group: not from the table
+    out = _first_collective(tmp_path / "c", {"RANK_TABLE_FILE": wide, "HCCL_CONNECT_TIMEOUT": "300"})
+    refused = next(line for line in out if line.startswith("default"))
+    assert "ERR" in refused and "EI0004" in refused and "lists 2 rank(s) but the job has 1" in refused
 
 
 def _torchrun(tmp_path, faults: str, calls: int = 3):

@@ -87,6 +87,7 @@ def _create_hccl(dist_backend_opts: Any, pg_options: Any) -> "ProcessGroupHCCL":
         dist_backend_opts.group_rank,
         dist_backend_opts.group_size,
         dist_backend_opts.timeout,
+        world=not list(getattr(dist_backend_opts, "global_ranks_in_group", []) or []),
     )
 
 
@@ -167,7 +168,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
 
     Options = _HCCLOptions
 
-    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
+    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta, world: bool = True) -> None:
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
@@ -181,7 +182,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
         )
         from ascend_compat.simulator._hccl_comm import Communicator
 
-        self._comm = Communicator(prefix_store, rank, size, timeout, self._gloo)
+        self._comm = Communicator(prefix_store, rank, size, timeout, self._gloo, world)
 
     # --- identity -------------------------------------------------------------------
     def getBackendName(self) -> str:

@@ -53,8 +53,9 @@ def _warn_once(text: str) -> None:
 class Communicator:
     """One process group's HCCL state on this rank (see the module doc)."""
 
-    def __init__(self, store, rank: int, size: int, pg_timeout: timedelta, gloo) -> None:
+    def __init__(self, store, rank: int, size: int, pg_timeout: timedelta, gloo, world: bool = True) -> None:
         self.store, self.rank, self.size, self.gloo = store, rank, size, gloo
+        self.world = world  # the default group: the one torch_npu builds from a rank table
         self.env = hccl_env.read()
         pg = pg_timeout.total_seconds()
         exec_timeout = self.env.exec_timeout
@@ -97,7 +98,6 @@ class Communicator:
         """torch_npu creates the HCCL communicator at the first collective: check the environment then."""
         from ascend_compat.simulator import _state
 
-        self.created = True
         self.device = _state.current_device()
         for problem in self.env.problems:
             if problem.severity == hccl_env.WARNING and problem.variable in ("HCCL_EXEC_TIMEOUT", "HCCL_EVENT_TIMEOUT",
@@ -105,8 +105,9 @@ class Communicator:
                 _warn_once(problem.message)
         for problem in self.env.errors():
             self._refuse_environment(problem)
-        if self.env.rank_table_file:
+        if self.env.rank_table_file and self.world:  # sub-groups are split from the global communicator
             self._check_rank_table(self.env.rank_table_file)
+        self.created = True
         writer = _plog.writer()
         server = f"{node_address()}%{self.env.socket_ifname or 'sim'}"
         writer.write("INFO", "HCCL", "topoinfo_detect.cc:221",
