@@ -89,9 +89,10 @@ def discover(paths: Iterable[str]) -> List[Source]:
                     out.append(source)
                 if len(out) > MAX_FILES:
                     raise OSError(f"{path} holds more than {MAX_FILES} log files; pass the job's own log directory")
+        elif os.path.isfile(path):
+            out.append(classify(path) or Source(path, TEXT))
         elif os.path.exists(path):
-            source = classify(path) or Source(path, TEXT)
-            out.append(source)
+            raise OSError(f"{path} is neither a directory nor a regular file")
         else:
             raise FileNotFoundError(path)
     return out
