@@ -123,6 +123,16 @@ def test_a_process_killed_by_a_signal_its_launcher_did_not_send(tmp_path):
     assert "OOM killer" in to_text(d)
 
 
+def test_a_rank_that_timed_out_and_then_aborted_is_a_consequence(tmp_path):
+    job = Job(tmp_path)
+    for rank in (0, 2, 3):
+        job.timeout(rank, T0 + 6.7, "1", [("node0/1", hccl_text.STUCK)])
+    job.report(2, T0 + 6, -6)  # torchrun's report: whole seconds, and the abort came at exit
+    d = diagnose(job)
+    assert (d.root.rank, d.root.cause) == (1, "stuck")
+    assert {c.rank: c.code for c in d.consequences}[2] == "EI0002"
+
+
 def test_the_rank_hccl_names_stuck_is_the_root(tmp_path):
     job = Job(tmp_path)
     for rank in (0, 2, 3):

@@ -61,6 +61,8 @@ class Communicator:
         exec_timeout = self.env.exec_timeout
         self.watchdog = not exec_timeout or exec_timeout > pg  # torch_npu's watchdog fires first
         self.limit = pg if self.watchdog else float(exec_timeout)
+        if not self.watchdog:  # gloo's own wait ends just after HCCL's: a timed-out op never pins the process at exit
+            gloo.set_timeout(timedelta(seconds=self.limit + 2))
         self.seq = 0
         self.inside = False
         self.created = False

@@ -3,7 +3,7 @@
 HCCL keeps maintenance links between ranks: a rank that sends no heartbeat for 30 s is "Heartbeat
 Lost" (the process exited), one whose collectives stop advancing is "Stuck" (checked every third of
 ``HCCL_EXEC_TIMEOUT``), and every rank names them when its own collective times out (HCCL user guide,
-"定位思路"). Here one daemon thread per process publishes, about twice a second, each communicator's
+"定位思路"). Here one thread per process (ending with the main thread) publishes, about twice a second, each communicator's
 state to its store: ``hb/<rank>`` = ``"<time> <seq> <in|out> <address>/<device>"`` (the collective it
 last entered and whether it is inside it). A peer is lost when its entry is older than
 :func:`lost_after` (HCCL's 30 s, shortened to half the collective timeout so that rehearsals with short
@@ -12,7 +12,6 @@ timeouts still tell a dead rank from a stuck one), stuck when it is fresh but be
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from dataclasses import dataclass
 from typing import Optional
@@ -21,6 +20,7 @@ INTERVAL = 0.5
 _comms: "weakref.WeakSet" = weakref.WeakSet()
 _lock = threading.Lock()
 _thread: Optional[threading.Thread] = None
+_stop = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,27 @@ def register(comm) -> None:
     with _lock:
         _comms.add(comm)
         if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_loop, name="hccl-sim-heartbeat", daemon=True)
+            _stop.clear()
+            # not a daemon: a daemon thread caught inside a store call while the interpreter shuts down is
+            # ended in C++ code (std::terminate, SIGABRT); this one stops by itself once the main thread ends
+            _thread = threading.Thread(target=_loop, name="hccl-sim-heartbeat", daemon=False)
             _thread.start()
 
 
+def stop() -> None:
+    """End the heartbeat thread."""
+    _stop.set()
+    thread = _thread
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(timeout=5)
+
+
 def _loop() -> None:
-    while True:
+    main = threading.main_thread()
+    while not _stop.is_set() and main.is_alive():
         for comm in list(_comms):
             comm.publish()
-        time.sleep(INTERVAL)
+        _stop.wait(INTERVAL)
 
 
 def read(store, rank: int) -> Optional[Peer]:

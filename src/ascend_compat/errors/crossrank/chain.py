@@ -247,8 +247,9 @@ def diagnose(facts: JobFacts) -> Diagnosis:
         if errors and (_when(errors[0]) <= first_timeout or not timeouts):
             e = errors[0]
             root = _root(job, e, e.rank, "error", "first error before any timeout (ascend-fd 113)")
-    if root is None:
-        killed = sorted((e for e in job.events if e.kind == KILLED), key=_when)
+    if root is None:  # a rank that reported its own failure first and died after is a consequence
+        failed = {e.rank for e in job.events if e.kind in (ERROR, TIMEOUT, INCONSISTENT)}
+        killed = sorted((e for e in job.events if e.kind == KILLED and e.rank not in failed), key=_when)
         if killed and (_when(killed[0]) <= first_timeout or not timeouts):
             e = killed[0]
             root = _root(job, e, e.rank, "killed", "process killed by a signal its launcher did not send")
