@@ -6,9 +6,12 @@ this way. ``env`` (a dict) and keyword arguments both add variables to the clean
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Dict, Optional
@@ -16,13 +19,18 @@ from typing import Dict, Optional
 REPO = Path(__file__).resolve().parents[1]
 
 #: variables that steer ascend-compat, torch_npu, CUDA/NCCL/HCCL or torch itself
-STRIPPED = ("ASCEND_COMPAT_", "TORCH_NPU_", "ASCEND_RT_", "CUDA_VISIBLE", "NCCL_", "HCCL_", "PYTORCH_")
+STRIPPED = ("ASCEND_COMPAT_", "TORCH_NPU_", "ASCEND_RT_", "CUDA_VISIBLE", "NCCL_", "HCCL_", "PYTORCH_",
+            "RANK_TABLE_FILE", "ASCEND_PROCESS_LOG_PATH")
+#: where the simulated NPU's CANN logs (plog) go in tests, instead of ~/ascend/log
+PLOG_DIR = tempfile.mkdtemp(prefix="ascend_compat_test_plog_")
+atexit.register(shutil.rmtree, PLOG_DIR, True)
 
 
 def clean_env(env: Optional[Dict[str, str]] = None, **extra: str) -> Dict[str, str]:
     """This process's environment without the variables in :data:`STRIPPED` (and LOCAL_WORLD_SIZE),
-    updated with ``env`` and ``extra``."""
+    plogs sent to :data:`PLOG_DIR`, updated with ``env`` and ``extra``."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED) and k != "LOCAL_WORLD_SIZE"}
+    base["ASCEND_PROCESS_LOG_PATH"] = PLOG_DIR
     base.update(env or {})
     base.update(extra)
     return base

@@ -19,6 +19,7 @@
 | ``ASCEND_COMPAT_INHERIT_NPU_USED`` | set by a shimmed process for its children: a file they create at exit when they used the NPU, so a launcher's exit notice speaks for its ranks (not for users) |
 | ``ASCEND_COMPAT_CPU_OPS`` | comma-separated ops run on the CPU at run time (``aten::gelu,aten::mode``; ``ascend_compat.accuracy.cpu_ops``) |
 | ``ASCEND_COMPAT_SIM_FAULTS`` | faults the simulated NPU injects (``aten::gelu=bias:0.05;aten::mm=error:507035``; ``simulator.faults``) |
+| ``ASCEND_COMPAT_SIM_NODE`` | the simulated node's name in HCCL's logs when ``HCCL_IF_IP`` is unset (set per node by ``run --simulate --nodes``; default: the host name) |
 | ``ASCEND_COMPAT_SIM_NUMERICS`` | ``npu`` (default): the simulated NPU honours torch_npu's HF32 switches (convolution on, matmul off); ``exact``: exact float32 (``simulator.numerics``) |
 
 The simulator's variables are parsed by ``simulator._config`` (``env_arguments``), the others by the

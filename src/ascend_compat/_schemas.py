@@ -10,8 +10,8 @@ from __future__ import annotations
 #: schema name (``ascend-compat/<name>``) -> current version
 VERSIONS = {
     "check": "1.1",            # 1.1: summary.files_skipped (paths that hold no code)
-    "doctor": "1.0",
-    "error": "1.0",
+    "doctor": "1.1",           # 1.1: host and versions (doctor --cluster --node-report reads them)
+    "error": "1.1",            # 1.1: job (error --log DIR: root_cause, consequences, timeline)
     "audit": "1.0",
     "profile": "2.0",          # was "ascend-compat.profile", version 1 (an int); 2: findings carry their phase; phases, ops_by_phase, no_npu_op
     "compare": "2.0",          # was "ascend-compat.compare", version 1, then 2 (ints); 2: the accuracy standard

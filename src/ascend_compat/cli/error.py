@@ -3,22 +3,58 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
-HELP = "explain Ascend error codes (507035, EZ9999, ERR00100...) or scan a log with --log FILE"
+from ascend_compat._schemas import header
+
+HELP = ("explain Ascend error codes (507035, EZ9999, ERR00100...), scan a log with --log FILE, or find the rank "
+        "that broke a job with --log DIR (or several files)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("codes", nargs="*", metavar="CODE",
                         help="numeric ACL/runtime/aclnn/HCCL code, CANN E-code (EZ9999) or torch_npu code (ERR01100)")
-    parser.add_argument("--log", metavar="FILE",
-                        help="scan a whole log or traceback ('-' reads standard input) and explain everything found")
+    parser.add_argument("--log", metavar="PATH", nargs="+",
+                        help="one FILE: scan a whole log or traceback ('-' reads standard input) and explain everything "
+                             "found; a DIR or several files: a job's logs (plogs, torchrun's per-rank logs, launcher "
+                             "output, a directory per node), read together to name the rank that broke the job and "
+                             "the ranks that failed because of it")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
 def _print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
+
+
+def _job(args, paths) -> int:
+    """``--log DIR`` / several files: the cross-rank diagnosis."""
+    import os
+
+    from ascend_compat.cli import _console
+    from ascend_compat.cli._common import FINDINGS, INPUT, OK, CliError, progress_enabled
+    from ascend_compat.errors.crossrank import diagnose_paths
+    from ascend_compat.errors.crossrank.report import to_dict, to_text
+
+    if "-" in paths:
+        raise CliError("standard input ('-') can only be read alone: --log - ", INPUT)
+    for path in paths:
+        if not os.path.exists(path):
+            raise CliError(f"{path}: no such file or directory", INPUT)
+    try:
+        with _console.progress("reading the job's logs", "files", progress_enabled(args)) as update:
+            diagnosis = diagnose_paths(paths, progress=update)
+    except OSError as exc:
+        raise CliError(f"cannot read the logs: {exc}", INPUT) from None
+    if not diagnosis.files:
+        raise CliError(f"no log files in {', '.join(paths)}", INPUT)
+    if args.format == "json":
+        _print_json({**header("error"), "codes": [], "errors": [],
+                     "job": {"sources": list(paths), **to_dict(diagnosis)}})
+    else:
+        _console.write_report(to_text(diagnosis, ", ".join(paths)) + "\n")
+    return OK if diagnosis.root is not None or diagnosis.consequences else FINDINGS
 
 
 def main(args) -> int:
@@ -30,6 +66,12 @@ def main(args) -> int:
 
     if not args.codes and not args.log:
         raise CliError("give one or more codes (e.g. 507035 EZ9999) or --log FILE", USAGE)
+    paths = args.log or []
+    if len(paths) > 1 or (paths and paths[0] != "-" and os.path.isdir(paths[0])):
+        if args.codes:
+            raise CliError("explain codes or diagnose a job's logs, not both in one call", USAGE)
+        return _job(args, paths)
+    args.log = paths[0] if paths else None
     explained, bad = [], []
     for code in args.codes:
         try:
@@ -46,8 +88,6 @@ def main(args) -> int:
         except LogReadError as exc:
             raise CliError(str(exc), INPUT) from None
     if args.format == "json":
-        from ascend_compat._schemas import header
-
         out = {**header("error"), "codes": [e.to_dict() for e in explained], "errors": bad}
         if findings is not None:
             out["log"] = {"source": args.log, "findings": [f.to_dict() for f in findings]}

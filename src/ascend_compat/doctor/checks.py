@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Union
 from ascend_compat.doctor import installs
 from ascend_compat.doctor.environment import Check, Environment, ProbeResult, Status
 from ascend_compat._versions import cann_key, key as version_key
-from ascend_compat.knowledge import env_vars, visible_devices
+from ascend_compat.knowledge import env_vars, hccl_env, visible_devices
 from ascend_compat.doctor.versions import base_version, matrix_rows, python_range, release_line
 
 OK, WARN, FAIL, INFO = Status.OK, Status.WARN, Status.FAIL, Status.INFO
@@ -632,7 +632,9 @@ def check_runtime_settings(f: Facts) -> CheckResult:
     if "expandable_segments" not in alloc:
         tips.append("PYTORCH_NPU_ALLOC_CONF=expandable_segments:True (less fragmentation, fewer OOMs)")
     if env.get("HCCL_CONNECT_TIMEOUT") is None or env.get("HCCL_EXEC_TIMEOUT") is None:
-        tips.append("multi-node: HCCL_CONNECT_TIMEOUT (default 120 s) / HCCL_EXEC_TIMEOUT (default 1800 s)")
+        tips.append(f"multi-node: HCCL_CONNECT_TIMEOUT (default {hccl_env.DEFAULT_CONNECT_TIMEOUT} s) / "
+                    f"HCCL_EXEC_TIMEOUT (default {hccl_env.DEFAULT_EXEC_TIMEOUT} s); ascend-compat doctor --cluster "
+                    "checks a job's set-up")
     if tips:
         out.append(Check("runtime_settings", INFO, "recommended settings: " + "; ".join(tips)))
     return out

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PLOG = "plog: ~/ascend/log/debug/plog/plog-pid_<pid>_*.log (device side: ~/ascend/log/debug/device-<id>/); " \
-       "ASCEND_PROCESS_LOG_PATH=<dir> moves them"
+PLOG = "plog: ~/ascend/log/debug/plog/plog-<pid>_<time>.log and ~/ascend/log/run/plog/ (device side: " \
+       "~/ascend/log/debug/device-<id>/); ASCEND_PROCESS_LOG_PATH=<dir> moves them; ascend-compat error --log <dir> " \
+       "reads every rank's logs at once"
 LOG_LEVEL = "ASCEND_GLOBAL_LOG_LEVEL=1 (0 debug, 1 info, 2 warning, 3 error) and ASCEND_SLOG_PRINT_TO_STDOUT=1 " \
             "to print CANN logs to the console"
 BLOCKING = "ASCEND_LAUNCH_BLOCKING=1: run ops synchronously so the Python traceback points at the failing op " \
@@ -20,8 +21,9 @@ BLOCKING = "ASCEND_LAUNCH_BLOCKING=1: run ops synchronously so the Python traceb
 NPU_SMI = "npu-smi info: device health, memory in use, and processes on each NPU"
 SET_ENV = "source /usr/local/Ascend/ascend-toolkit/set_env.sh (CANN <= 8.3) or " \
           "source /usr/local/Ascend/cann/set_env.sh (CANN >= 8.5)"
-HCCL_TIMEOUTS = "HCCL_EXEC_TIMEOUT (seconds a collective may wait, default 1800) and HCCL_CONNECT_TIMEOUT " \
-                "(seconds to build links between ranks, default 120)"
+HCCL_TIMEOUTS = "HCCL_EXEC_TIMEOUT (seconds a collective may wait, default 1836; the process group's timeout, " \
+                "30 min by default, can end it first) and HCCL_CONNECT_TIMEOUT (seconds to build links between ranks, " \
+                "default 120)"
 DOCTOR = "ascend-compat doctor: checks torch / torch_npu / CANN / driver versions and the environment"
 
 ASYNC_DEBUG = (BLOCKING, LOG_LEVEL, PLOG)
@@ -339,6 +341,11 @@ _ENTRIES = [
        (HCCL_TIMEOUTS, PLOG), ("507048",)),
     _e("EI0004", "invalid rank table", ["the rank_table JSON is malformed or ids are wrong"],
        ["fix the rank table file (server ids, device ids, rank ids)"]),
+    _e("EI0005", "HCCL: the ranks called a collective with different arguments",
+       ["one rank passed a tensor of another size or dtype (uneven last batch, rank-dependent shapes)",
+        "ranks issued different collectives at the same point (rank-dependent control flow)"],
+       ["make every collective's tensors the same size and dtype on all ranks; pad uneven batches",
+        "ascend-compat error --log <logs dir> names the rank whose value differs"], (PLOG,)),
     _e("EI0006", "socket build timed out between ranks",
        ["a peer crashed or never started", "ports blocked or in use", "wrong network interface"],
        ["check all ranks started; HCCL_CONNECT_TIMEOUT; HCCL_IF_BASE_PORT; firewall"], (HCCL_TIMEOUTS,)),

@@ -26,6 +26,12 @@ Faithful to torch_npu's HCCL where it shows:
 - Tensors must be npu and dense ("Tensors must be NPU and dense"), and contiguous in their
   suggested memory format ("Tensors must be contiguous").
 
+HCCL's own behaviour (``_hccl_comm``): the job's HCCL environment is read and refused as torch_npu and
+HCCL refuse it when the communicator is created (first collective); collectives are checked for equal
+arguments across ranks (EI0005), time out after ``HCCL_EXEC_TIMEOUT`` with torch_npu's 507048/EI0002
+error naming lost or stuck peers, and write HCCL's plog lines; injected collective faults
+(``simulator.faults``, ``c10d::<op>``) apply before each collective.
+
 Limits: no timing or overlap of communication with compute (everything is synchronous);
 functional collectives (``torch.distributed._functional_collectives``, DTensor under
 torch.compile) and ``ProcessGroup`` splitting are not simulated; data types are not
@@ -33,6 +39,7 @@ checked against HCCL's per-collective lists.
 """
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any, List, Sequence
 
@@ -80,6 +87,7 @@ def _create_hccl(dist_backend_opts: Any, pg_options: Any) -> "ProcessGroupHCCL":
         dist_backend_opts.group_rank,
         dist_backend_opts.group_size,
         dist_backend_opts.timeout,
+        world=not list(getattr(dist_backend_opts, "global_ranks_in_group", []) or []),
     )
 
 
@@ -121,6 +129,22 @@ def _dense(t: torch.Tensor) -> bool:
     return False
 
 
+def _collective(op: str, c10d: str, pick):
+    """Run the decorated collective as HCCL op ``op`` (torch's ``c10d`` op name ``c10d``); ``pick(*args)``
+    gives the tensor(s) whose element count and dtype HCCL checks across ranks."""
+    def decorate(method):
+        @functools.wraps(method)
+        def run(self, *args, **kwargs):
+            picked = pick(*args) if pick is not None else None
+            tensors = [t for t in (picked if isinstance(picked, (list, tuple)) else [picked])
+                       if isinstance(t, torch.Tensor)]
+            count = sum(t.numel() for t in tensors)
+            dtype = tensors[0].dtype if tensors else None
+            return self._comm.run(op, c10d, count, dtype, lambda: method(self, *args, **kwargs))
+        return run
+    return decorate
+
+
 class _HCCLOptions:
     """``ProcessGroupHCCL.Options``: the fields torch_npu's options object carries.
 
@@ -144,7 +168,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
 
     Options = _HCCLOptions
 
-    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta) -> None:
+    def __init__(self, store: Any, rank: int, size: int, timeout: timedelta, world: bool = True) -> None:
         super().__init__(rank, size)
         self._rank = rank
         self._size = size
@@ -156,6 +180,9 @@ class ProcessGroupHCCL(dist.ProcessGroup):
         self._register_backend(
             torch.device("npu"), dist.ProcessGroup.BackendType.CUSTOM, self._gloo
         )
+        from ascend_compat.simulator._hccl_comm import Communicator
+
+        self._comm = Communicator(prefix_store, rank, size, timeout, self._gloo, world)
 
     # --- identity -------------------------------------------------------------------
     def getBackendName(self) -> str:
@@ -218,7 +245,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             gloo_op = ReduceOp.SUM
         opts = dist.AllreduceOptions()
         opts.reduceOp = gloo_op
-        self._gloo.allreduce([buf], opts).wait()
+        self._comm.wait(self._gloo.allreduce([buf], opts))
         if op == ReduceOp.AVG and host.dtype != torch.bool:
             if host.is_floating_point() or host.is_complex():
                 host.div_(self._size)
@@ -230,18 +257,21 @@ class ProcessGroupHCCL(dist.ProcessGroup):
         self._allreduce_host(flat, op)
         return flat
 
+    @_collective("allreduce", "c10d::allreduce_", lambda tensors, *a: tensors)
     def allreduce(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         for host in self._hosts(tensors):
             self._allreduce_host(host, op)
         return _completed(list(tensors))
 
+    @_collective("allreduce", "c10d::allreduce_coalesced_", lambda tensors, *a: tensors)
     def allreduce_coalesced(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         for host in self._hosts(tensors):
             self._allreduce_host(host, op)
         return _completed(list(tensors))
 
+    @_collective("reduce", "c10d::reduce_", lambda tensors, *a: tensors)
     def reduce(self, tensors, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         root = opts.rootRank if opts is not None else 0
@@ -251,6 +281,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                 host.copy_(reduced.view(host.shape))
         return _completed(list(tensors))
 
+    @_collective("reduce_scatter", "c10d::reduce_scatter_", lambda outs, *a: outs)
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         for out, inputs in zip(output_tensors, input_tensors):
@@ -262,6 +293,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             host_out.copy_(flat[offset : offset + out.numel()].view(host_out.shape))
         return _completed(list(output_tensors))
 
+    @_collective("reduce_scatter", "c10d::_reduce_scatter_base_", lambda out, *a: out)
     def reduce_scatter_single(self, output, input, opts=None):
         op = opts.reduceOp if opts is not None else ReduceOp.SUM
         host_out, host_in = self._host(output), self._host(input)
@@ -276,6 +308,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
 
     _reduce_scatter_base = reduce_scatter_single
 
+    @_collective("reduce_scatter", "c10d::reduce_scatter_tensor_coalesced_", lambda outs, *a: outs)
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         for out, inp in zip(outputs, inputs):
             self.reduce_scatter_single(out, inp, opts)
@@ -284,26 +317,30 @@ class ProcessGroupHCCL(dist.ProcessGroup):
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
     # --- data movement ----------------------------------------------------------------
+    @_collective("broadcast", "c10d::broadcast_", lambda tensors, *a: tensors)
     def broadcast(self, tensors, opts=None):
         gopts = dist.BroadcastOptions()
         if opts is not None:
             gopts.rootRank = opts.rootRank
             gopts.rootTensor = opts.rootTensor
-        self._gloo.broadcast(self._hosts(tensors), gopts).wait()
+        self._comm.wait(self._gloo.broadcast(self._hosts(tensors), gopts))
         return _completed(list(tensors))
 
+    @_collective("allgather", "c10d::allgather_", lambda outs, ins, *a: ins)
     def allgather(self, output_tensors, input_tensors, opts=None):
         outs = [self._hosts(group, need_contiguous=False) for group in output_tensors]
         for group in output_tensors:
             self._check_count(group, "allgather")
-        self._gloo.allgather(outs, self._hosts(input_tensors)).wait()
+        self._comm.wait(self._gloo.allgather(outs, self._hosts(input_tensors)))
         return _completed(list(output_tensors))
 
+    @_collective("allgather", "c10d::allgather_coalesced_", lambda outs, ins, *a: ins)
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         for outs, inp in zip(output_lists, input_list):
             self.allgather([outs], [inp], opts)
         return _completed(list(output_lists))
 
+    @_collective("allgather", "c10d::_allgather_base_", lambda out, inp, *a: inp)
     def all_gather_single(self, output, input, opts=None):
         host_out, host_in = self._host(output), self._host(input)
         if host_out.numel() != host_in.numel() * self._size:
@@ -311,11 +348,12 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                 "output tensor size must be equal to world_size times input tensor size"
             )
         chunks = list(host_out.reshape(-1).split(host_in.numel()))
-        self._gloo.allgather([chunks], [host_in.reshape(-1)]).wait()
+        self._comm.wait(self._gloo.allgather([chunks], [host_in.reshape(-1)]))
         return _completed([output])
 
     _allgather_base = all_gather_single
 
+    @_collective("allgather", "c10d::allgather_into_tensor_coalesced_", lambda outs, ins, *a: ins)
     def all_gather_single_coalesced(self, outputs, inputs, opts=None):
         for out, inp in zip(outputs, inputs):
             self.all_gather_single(out, inp, opts)
@@ -323,13 +361,15 @@ class ProcessGroupHCCL(dist.ProcessGroup):
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
+    @_collective("gather", "c10d::gather_", lambda outs, ins, *a: ins)
     def gather(self, output_tensors, input_tensors, opts=None):
         gopts = dist.GatherOptions()
         gopts.rootRank = opts.rootRank if opts is not None else 0
         outs = [self._hosts(group, need_contiguous=False) for group in output_tensors]
-        self._gloo.gather(outs, self._hosts(input_tensors), gopts).wait()
+        self._comm.wait(self._gloo.gather(outs, self._hosts(input_tensors), gopts))
         return _completed(list(output_tensors))
 
+    @_collective("gather", "c10d::gather_", lambda out, inp, *a: inp)
     def gather_single(self, output, input, opts=None):
         root = opts.rootRank if opts is not None else 0
         host_in = self._host(input)
@@ -343,25 +383,28 @@ class ProcessGroupHCCL(dist.ProcessGroup):
             outs = [list(host_out.reshape(-1).split(host_in.numel()))]
         gopts = dist.GatherOptions()
         gopts.rootRank = root
-        self._gloo.gather(outs, [host_in.reshape(-1)], gopts).wait()
+        self._comm.wait(self._gloo.gather(outs, [host_in.reshape(-1)], gopts))
         return _completed([output])
 
+    @_collective("scatter", "c10d::scatter_", lambda outs, *a: outs)
     def scatter(self, output_tensors, input_tensors, opts=None):
         sopts = dist.ScatterOptions()
         sopts.rootRank = opts.rootRank if opts is not None else 0
         ins = [self._hosts(group) for group in input_tensors]
-        self._gloo.scatter(self._hosts(output_tensors), ins, sopts).wait()
+        self._comm.wait(self._gloo.scatter(self._hosts(output_tensors), ins, sopts))
         return _completed(list(output_tensors))
 
+    @_collective("alltoall", "c10d::alltoall_base_", lambda out, inp, *a: inp)
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         host_out, host_in = self._host(output), self._host(input)
-        self._gloo.alltoall_base(
+        self._comm.wait(self._gloo.alltoall_base(
             host_out, host_in, list(output_split_sizes), list(input_split_sizes)
-        ).wait()
+        ))
         return _completed([output])
 
     alltoall_base = all_to_all_single
 
+    @_collective("alltoall", "c10d::alltoall_", lambda outs, ins, *a: ins)
     def alltoall(self, output_tensors, input_tensors, opts=None):
         self._check_count(output_tensors, "alltoall")
         self._check_count(input_tensors, "alltoall")
@@ -376,15 +419,16 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                 )
         flat_in = torch.cat([t.reshape(-1) for t in ins])
         flat_out = torch.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)
-        self._gloo.alltoall_base(
+        self._comm.wait(self._gloo.alltoall_base(
             flat_out, flat_in, [t.numel() for t in outs], [t.numel() for t in ins]
-        ).wait()
+        ))
         for t, chunk in zip(outs, flat_out.split([t.numel() for t in outs])):
             t.copy_(chunk.view(t.shape))
         return _completed(list(output_tensors))
 
+    @_collective("barrier", "c10d::barrier", None)
     def barrier(self, opts=None):
-        self._gloo.barrier(dist.BarrierOptions()).wait()
+        self._comm.wait(self._gloo.barrier(dist.BarrierOptions()))
         return _completed([])
 
     # --- point to point ------------------------------------------------------------------

@@ -19,9 +19,9 @@ from __future__ import annotations
 import enum
 import os
 import sys
-import time
 from typing import Tuple, Union
 
+from ascend_compat.errors import torch_npu_text
 from ascend_compat.simulator import _guard
 
 #: torch_npu's sub-module ids (``_SubModuleID`` / C++ ``SubModule``)
@@ -82,8 +82,8 @@ def _line(submodule: str, code: Code, rank: int) -> str:
         device = int(_guard.current_device())
     except Exception:  # pragma: no cover - the suffix itself must never fail
         device = -1
-    return (f"\n[ERROR] {time.strftime('%Y-%m-%d-%H:%M:%S', time.localtime())} (PID:{os.getpid()}, "
-            f"Device:{device}, RankID:{rank}) ERR{SUBMODULES[submodule]:02d}{err.code:03d} {submodule} {err.msg}")
+    return "\n" + torch_npu_text.suffix(os.getpid(), device, rank, f"ERR{SUBMODULES[submodule]:02d}{err.code:03d}",
+                                        submodule, err.msg)
 
 
 def cpp_error(submodule: str, code: Code) -> str:
