@@ -150,3 +150,24 @@ def test_simulator_core_never_imports_the_stand_in():
     assert core and stand_in + ".npu" in MODULES
     back = sorted((m, d) for m in core for d in GRAPH[m] if d == stand_in or d.startswith(stand_in + "."))
     assert back == []
+
+
+#: ``TorchDispatchMode`` subclasses outside the observation layer, none of which watches a script's ops for
+#: a tool: the simulator's stand-ins of torch_npu's graph capture and FLOPs counter, and compare's host
+#: computations that change what ops compute (TF32/HF32 rounding of float32 multiplicands, the float64 run)
+_OWN_MODES = {"ascend_compat.simulator.torch_npu.npu.graphs", "ascend_compat.simulator.torch_npu.utils.flops_count",
+              "ascend_compat.accuracy.hostrun", "ascend_compat.accuracy.golden_run"}
+
+
+def test_tools_watch_ops_through_the_observation_layer():
+    """One op hook (issue 24): audit, profile, compare and plan subclass ``observe.OpObserver``; no other
+    module defines a dispatch mode of its own."""
+    found = set()
+    for module, path in MODULES.items():
+        if module.startswith("ascend_compat.observe"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).split(".")[-1] == "TorchDispatchMode"
+                                                      for b in node.bases):
+                found.add(module)
+    assert found == _OWN_MODES

@@ -112,6 +112,86 @@ def test_origin_gives_module_path_and_line_and_forward_sites_move_backward_ops_t
         assert back_module == ("Sequential.0" if forward_sites else "")
 
 
+class Passes(OpObserver):
+    """Keeps, per op name, the module path (``module_path()``) and whether the backward was running."""
+
+    def __init__(self, **options):
+        super().__init__(modules=True, **options)
+        self.where = {}
+
+    def on_op(self, call: OpCall):
+        from ascend_compat.observe.observer import in_backward
+
+        self.where.setdefault((call.name, in_backward()), self.module_path())
+        return call.run()
+
+
+def test_backward_ops_of_nodes_made_inside_a_call_take_that_calls_module():
+    """Was: only the autograd node a call returns was tagged, so the ``mm`` of a bias-free ``Linear`` (its
+    output node is a view; ``MmBackward`` is made inside the kernel) and the backward of autocast's casts
+    were placed outside any module."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8, bias=False), torch.nn.ReLU(), torch.nn.Linear(8, 2, bias=False))
+    x = torch.randn(3, 5, 4)
+    with Passes(forward_sites=True) as obs:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x)
+        out.float().sum().backward()
+    backward = {name: module for (name, back), module in obs.where.items() if back}
+    assert backward["aten::mm"] in ("Sequential.0", "Sequential.2")
+    assert all(module.startswith("Sequential.") for name, module in backward.items()
+               if name in ("aten::mm", "aten::threshold_backward", "aten::t")), backward
+    # forward ops are where they run; nothing is "in backward" before backward()
+    assert obs.where[("aten::relu", False)] == "Sequential.1" and ("aten::relu", True) not in obs.where
+
+
+def test_in_backward_and_module_path_without_forward_sites():
+    from ascend_compat.observe.observer import in_backward
+
+    assert not in_backward()
+    model = torch.nn.Linear(4, 2)
+    with Passes() as obs:
+        model(torch.randn(3, 4)).sum().backward()
+    assert obs.where[("aten::addmm", False)] == "Linear"
+    assert obs.where[("aten::mm", True)] == ""  # without forward sites: where the backward runs
+
+
+def test_script_frames_name_the_scripts_own_line_not_a_librarys(tmp_path):
+    """``ScriptFrames`` (plan's site): a frame under the script's directory counts even inside a
+    site-packages tree, other site-packages frames are skipped, and with no script frame on the stack the
+    innermost frame outside ascend_compat stands in."""
+    import sys
+
+    from ascend_compat.observe.frames import ScriptFrames
+
+    lib = tmp_path / "site-packages" / "lib_mod.py"
+    lib.parent.mkdir()
+    lib.write_text("import sys\ndef call(f):\n    return f(sys._getframe(0))\n")  # f gets the library's frame
+    script = tmp_path / "site-packages" / "proj" / "train.py"
+    script.parent.mkdir()
+    script.write_text("import lib_mod\ndef run(f):\n    return lib_mod.call(f)\n")
+    sys.path.insert(0, str(lib.parent))
+    try:
+        import lib_mod
+
+        namespace = {}
+        exec(compile(script.read_text(), str(script), "exec"), namespace)
+        inside = ScriptFrames([str(script.parent)])
+        assert namespace["run"](inside.site) == f"{script}:3"
+        # the script's directory not given: its frame is library code too, and the test's frame wins
+        assert namespace["run"](ScriptFrames([]).site).startswith(__file__ + ":")
+        # only library (and standard-library) frames, in a thread: the innermost one stands in
+        import threading
+
+        found = []
+        worker = threading.Thread(target=lib_mod.call, args=(lambda frame: found.append(ScriptFrames([]).site(frame)),))
+        worker.start()
+        worker.join()
+        assert found == [f"{lib}:3"]
+    finally:
+        sys.path.remove(str(lib.parent))
+        sys.modules.pop("lib_mod", None)
+
+
 def test_on_the_simulated_npu_fallbacks_are_routed_and_device_factories_count():
     from subproc import check, run_python
 

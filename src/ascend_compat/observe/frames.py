@@ -1,5 +1,7 @@
 """Where user code called an op: the innermost stack frame outside torch, ascend_compat and the
-standard library (:func:`user_frame`), as a :class:`Frame` for reports."""
+standard library (:func:`user_frame`), as a :class:`Frame` for reports; or, for tools that name the
+script's own line rather than a library's (``plan``), the innermost frame of the script itself
+(:class:`ScriptFrames`: library code in site-packages is skipped too)."""
 from __future__ import annotations
 
 import os
@@ -115,3 +117,47 @@ def user_frame_and_kernel(start: Union[int, FrameType] = 1) -> Tuple[Optional[Tu
             kernel = frame  # the outermost one wins: a reference may call another fused op
         frame = frame.f_back
     return None, kernel
+
+
+class ScriptFrames:
+    """The innermost frame of a script's own code, as ``"path:line"``: a frame under one of ``roots`` (the
+    script's directory; ascend_compat's own files excepted), or outside torch, ascend_compat, the standard
+    library, installed libraries (``site-packages``) and generated code (``<string>``). When no such frame
+    is on the stack, the innermost frame outside ascend_compat stands in (a library's line beats none).
+    Decisions are cached per code object."""
+
+    def __init__(self, roots=()) -> None:
+        global _SKIP
+        if _SKIP is None:
+            _SKIP = _skip_dirs()
+        self._roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+        self._own = os.path.join(os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "")
+        self._cache: Dict[object, Tuple[bool, bool]] = {}  # code -> (script's own, ascend_compat's)
+
+    def _judge(self, code) -> Tuple[bool, bool]:
+        name = code.co_filename
+        if name.startswith("<"):
+            return False, False
+        real = os.path.realpath(name)
+        own = real.startswith(self._own)
+        if real.startswith(self._roots):
+            return not own, own
+        return not (real.startswith(_SKIP) or "site-packages" in real), own
+
+    def site(self, start: Union[int, FrameType] = 1) -> str:
+        """``"path:line"`` of the script's innermost frame from ``start`` out (see the class docstring),
+        ``""`` when every frame is ascend_compat's."""
+        frame = sys._getframe(start) if isinstance(start, int) else start
+        cache = self._cache
+        fallback = None
+        while frame is not None:
+            code = frame.f_code
+            verdict = cache.get(code)
+            if verdict is None:
+                verdict = cache[code] = self._judge(code)
+            if verdict[0]:
+                return f"{code.co_filename}:{frame.f_lineno}"
+            if fallback is None and not verdict[1]:
+                fallback = f"{code.co_filename}:{frame.f_lineno}"
+            frame = frame.f_back
+        return fallback or ""

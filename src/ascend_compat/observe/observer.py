@@ -12,7 +12,11 @@ An observer, entered as a context manager, installs one ``TorchDispatchMode`` in
    is announced to :meth:`OpObserver.on_composite` and then runs as its pieces, each of which comes back
    here (an op returning only metadata runs as it would have: :func:`.routing.computes`);
 3. hands the op to :meth:`OpObserver.on_op` as an :class:`OpCall`, which must run it
-   (:meth:`OpCall.run`) and return its result.
+   (:meth:`OpCall.run`) and return its result, or return ``NotImplemented`` to let a tensor subclass
+   (DTensor) dispatch it first (its pieces come back here).
+
+The hook sits above any ``TorchDispatchMode`` active when the observer is entered (``plan`` enters one
+inside ``FakeTensorMode``: the observer sees each op first, and ``OpCall.run`` runs it fake).
 
 Where an op comes from is the observer's too: :meth:`OpObserver.origin` gives the ``nn.Module`` path
 (with ``modules=True``, :mod:`.modules`) and the user's source line (:mod:`.frames`), and
@@ -21,11 +25,12 @@ Where an op comes from is the observer's too: :meth:`OpObserver.origin` gives th
 ``forward_sites=True`` a ``TorchFunctionMode`` tags each autograd node created while watching with the
 module and line of the call that created it, and a backward op takes the tags of the node the
 autograd engine is running, so backward ops are placed at their forward line; without it they are
-placed where the backward runs (the ``loss.backward()`` line).
+placed where the backward runs (the ``loss.backward()`` line). :meth:`OpObserver.module_path` is the
+module alone (per op, no stack walk); :func:`in_backward` says whether the autograd engine is running.
 
 Subclasses: ``coverage.fallback.FallbackMonitor`` (CPU fallbacks), ``coverage.audit.OpRecorder``
 (coverage per torch_npu version), ``perf.record.Recorder`` (performance), ``accuracy.mirror.Comparison``
-(numerics). Every op still runs the kernel it would have run, so results are unchanged.
+(numerics), ``plan._record.Recorder`` (allocations and op costs of a plan). Every op still runs the kernel it would have run, so results are unchanged.
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from ascend_compat.observe.frames import user_frame
 from ascend_compat.observe.modules import ModuleStack
 from ascend_compat.observe.phases import PhaseTracker
 
-__all__ = ["OpObserver", "OpCall", "device_name"]
+__all__ = ["OpObserver", "OpCall", "device_name", "in_backward"]
 
 #: ``grad_fn.metadata`` key of an autograd node's origin: ``(module path, user frame)``
 ORIGIN = "ascend_compat.observe.origin"
@@ -190,6 +195,17 @@ class OpObserver:
         return ((self.module_stack.current() if self.module_stack is not None else ""),
                 user_frame(call.caller if call is not None and call.caller is not None else 2))
 
+    def module_path(self) -> str:
+        """The ``nn.Module`` path of the running op, as :meth:`origin` gives it, without looking for the
+        source line (cheap enough for every op)."""
+        if self.forward_sites:
+            node = _current_node()
+            if node is not None:
+                where = node.metadata.get(ORIGIN)
+                if where is not None:
+                    return where[0]
+        return self.module_stack.current() if self.module_stack is not None else ""
+
     def phase(self) -> str:
         """The phase of the running op (``"train"`` when phases are not followed)."""
         return self.phase_tracker.current() if self.phase_tracker is not None else "train"
@@ -240,6 +256,14 @@ def _current_node():
     import torch
 
     return torch._C._current_autograd_node()
+
+
+def in_backward() -> bool:
+    """True while the autograd engine runs a backward pass in this thread (its nodes, hooks and
+    callbacks: the engine's graph task), whichever thread started it."""
+    import torch
+
+    return torch._C._current_graph_task_id() != -1
 
 
 @functools.lru_cache(maxsize=None)
@@ -310,7 +334,24 @@ def _tagger_type():
                 if node is not None and ORIGIN not in node.metadata:
                     if where is None:
                         where = ((obs.module_stack.current() if obs.module_stack is not None else ""), user_frame(2))
-                    node.metadata[ORIGIN] = where
+                    _tag_graph(node, where)
             return res
 
     return _Tagger
+
+
+def _tag_graph(node, where) -> None:
+    """Tag ``node`` and the untagged nodes behind it: the ones the same call made inside its kernel (an
+    autocast cast, the ``mm`` under a ``linear``, a transposed weight), whose backward ops belong to that
+    call too. The walk stops at nodes already tagged (made by earlier calls); a parameter's
+    ``AccumulateGrad`` takes the call that used it first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        meta = n.metadata
+        if ORIGIN in meta:
+            continue
+        meta[ORIGIN] = where
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                stack.append(nxt)

@@ -1,16 +1,21 @@
-"""The op and allocation recorder of a plan: one ``TorchDispatchMode`` above ``FakeTensorMode``.
+"""The op and allocation recorder of a plan: an op observer (:class:`ascend_compat.observe.OpObserver`)
+entered inside ``FakeTensorMode``, so it sees every op before the fake kernel runs it.
 
-Kept in one module so it can move onto the shared op-observation layer. For every op it sees (the ops
-a backend kernel would run; decompositions inside FakeTensorMode stay invisible, as host temporaries
-inside the simulator's kernels are) it records:
+For every op it sees (the ops a backend kernel would run; decompositions inside FakeTensorMode stay
+invisible, as host temporaries inside the simulator's kernels are) it records:
 
 * each new npu storage among the outputs, as a block of the device's caching allocator (the simulator's
   ``_memory`` allocator, so ``torch.npu.memory_*`` answer inside the plan too), released through a
   weakref on the storage's Python object when the storage dies; ``UntypedStorage.resize_`` (FSDP2's
   unsharded parameters) frees and allocates in place;
 * the op's FLOPs (``torch.utils.flop_counter``'s formulas), bytes read and written, dtype, the module
-  path (``ModTracker``), forward/backward/optimizer phase and the user's ``path:line``;
+  path and forward/backward/optimizer pass (from the observation layer: the module stack, backward ops
+  at their forward call's module) and the script's ``path:line`` (``observe.frames.ScriptFrames``);
 * collectives (``c10d``/``_c10d_functional`` ops) with their sizes and group size.
+
+What the layer does not know and the plan adds: storage-less tensors (``.item()`` of one answers a stand-in,
+small host tensors keep real storage), the allocation records, DTensor's own fake sharding propagation
+(left out) and the autograd engine's in-place gradient sum (emulated).
 
 Categories (parameters, gradients, optimizer state, activations) are marked on the allocation records
 as hooks see the tensors; whatever is left is a temporary or, inside ``torch.distributed``, a
@@ -20,17 +25,18 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 import weakref
 from typing import Dict, List, Optional
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
+
+from ascend_compat.observe.frames import ScriptFrames
+from ascend_compat.observe.observer import OpCall, OpObserver, in_backward
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_STDLIB = sysconfig.get_paths()["stdlib"] + os.sep
 _COMM_NS = ("c10d", "_c10d_functional", "c10d_functional", "_dtensor")
 _DIST_DIR = os.path.join(_TORCH_DIR, "distributed") + os.sep
 _MATMUL = ("mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward", "_scaled_mm",
@@ -60,18 +66,20 @@ class OpRecord:
         self.dtype, self.comm, self.comm_bytes, self.group, self.matmul = dtype, comm, comm_bytes, group, matmul
 
 
-class Recorder(TorchDispatchMode):
-    """Records allocations (``events``: ``(alloc, +1/-1, allocated, reserved)``) and ops."""
+class Recorder(OpObserver):
+    """Records allocations (``events``: ``(alloc, +1/-1, allocated, reserved, ops so far)``) and ops.
 
-    def __init__(self, device_index: int, user_roots: List[str], mod_tracker=None, fake_mode=None):
-        super().__init__()
+    ``user_roots``: the script's directories (their files are the script's own even inside a
+    site-packages tree); ``fake_mode``: the ``FakeTensorMode`` the script runs under."""
+
+    def __init__(self, device_index: int, user_roots: List[str], fake_mode=None):
+        super().__init__(modules=True, forward_sites=True)
         self.fake_mode = fake_mode
         from ascend_compat.simulator import _memory
 
         self.index = device_index
         self.alloc_model = _memory.allocator(device_index)
-        self.user_roots = [os.path.abspath(r) + os.sep for r in user_roots]
-        self.mods = mod_tracker
+        self.sites = ScriptFrames(user_roots)
         self.allocs: List[Alloc] = []
         self.events: List[tuple] = []
         self.ops: List[OpRecord] = []
@@ -80,7 +88,6 @@ class Recorder(TorchDispatchMode):
         self.phase_override: Optional[str] = None
         self._by_storage: Dict[int, Alloc] = {}
         self._refs: Dict[int, weakref.ref] = {}
-        self._site_cache: dict = {}
         self.peak_allocated = 0
         self.peak_event = -1
         from torch.utils.flop_counter import flop_registry
@@ -89,44 +96,16 @@ class Recorder(TorchDispatchMode):
 
     # ---------------------------------------------------------------- context
 
-    def module_path(self) -> str:
-        if self.mods is None:
-            return ""
-        parents = [p for p in self.mods.parents if p != "Global"]
-        return max(parents, key=len) if parents else ""
-
     def phase(self) -> str:
+        """The pass of the running op: ``optimizer`` (inside ``optimizer.step()``), ``backward`` or ``forward``."""
         if self.phase_override:
             return self.phase_override
-        if self.mods is not None and self.mods.is_bw:
-            return "backward"
-        return "forward"
+        return "backward" if in_backward() else "forward"
 
-    def user_site(self) -> str:
-        f = sys._getframe(2)
-        cache = self._site_cache
-        fallback = None
-        while f is not None:
-            code = f.f_code
-            hit = cache.get(code)
-            if hit is None:
-                name = code.co_filename
-                hit = cache[code] = self._is_user(name)
-            if hit:
-                return f"{code.co_filename}:{f.f_lineno}"
-            if fallback is None and not code.co_filename.startswith(_OWN_DIR):
-                fallback = f"{code.co_filename}:{f.f_lineno}"
-            f = f.f_back
-        return fallback or ""
 
-    def _is_user(self, name: str) -> bool:
-        if any(name.startswith(r) for r in self.user_roots):
-            return not name.startswith(_OWN_DIR)
-        return not (name.startswith(_TORCH_DIR) or name.startswith(_OWN_DIR) or name.startswith(_STDLIB)
-                    or "site-packages" in name or name.startswith("<"))
-
-    def _in_distributed(self) -> bool:
-        f = sys._getframe(2)
+    @staticmethod
+    def _in_distributed(frame) -> bool:
+        f = frame
         while f is not None:
             if f.f_code.co_filename.startswith(_DIST_DIR):
                 return True
@@ -135,9 +114,9 @@ class Recorder(TorchDispatchMode):
 
     # ---------------------------------------------------------------- allocation
 
-    def _new(self, storage, nbytes: int, op: str) -> Alloc:
-        a = Alloc(len(self.allocs), nbytes, op, self.module_path(), self.user_site(), self.phase(),
-                  op.split("::")[0] in _COMM_NS or self._in_distributed(), self.index)
+    def _new(self, storage, nbytes: int, op: str, frame) -> Alloc:
+        a = Alloc(len(self.allocs), nbytes, op, self.module_path(), self.sites.site(frame), self.phase(),
+                  op.split("::")[0] in _COMM_NS or self._in_distributed(frame), self.index)
         self.allocs.append(a)
         if nbytes:
             self._malloc(a)
@@ -168,13 +147,16 @@ class Recorder(TorchDispatchMode):
         if a is not None:
             self._free(a)
 
-    def track(self, t: torch.Tensor, op: str) -> Optional[Alloc]:
-        """The allocation record of npu tensor ``t``'s storage (made now if the storage is new)."""
+    def track(self, t: torch.Tensor, op: str, frame=None) -> Optional[Alloc]:
+        """The allocation record of npu tensor ``t``'s storage (made now if the storage is new); ``frame``:
+        where the stack is searched for the script's line (the op's caller; default: the caller's)."""
         if not isinstance(t, torch.Tensor) or t.device.type != "npu" or is_traceable_wrapper_subclass(t):
             return None
         if self.fake_mode is not None and getattr(t, "fake_mode", self.fake_mode) is not self.fake_mode:
             return None  # DTensor's sharding propagation runs ops in a FakeTensorMode of its own...
-        if _in_sharding_propagation(sys._getframe(1)):
+        if frame is None:
+            frame = sys._getframe(1)
+        if _in_sharding_propagation(frame):
             return None  # ...or in the active one: shape-only stand-ins a real run never allocates
         try:
             st = t.untyped_storage()
@@ -183,7 +165,7 @@ class Recorder(TorchDispatchMode):
         a = self._by_storage.get(st._cdata)  # the StorageImpl: views and re-wrapped storages alike
         if a is not None:
             return a
-        return self._new(st, st.nbytes(), op)
+        return self._new(st, st.nbytes(), op, frame)
 
     def resized(self, storage, old: int, new: int) -> None:
         """``UntypedStorage.resize_`` of a tracked npu storage: release the old block, take a new one."""
@@ -195,11 +177,11 @@ class Recorder(TorchDispatchMode):
         if new:
             self._malloc(a)
 
-    def _engine_accumulates(self, args) -> bool:
+    def _engine_accumulates(self, args, caller) -> bool:
         """The autograd engine summing two gradients (``InputBuffer::accumulate``): on real tensors it adds
         in place into the first when it holds the last reference; FakeTensors, as tensor subclasses, never
         qualify, so the plan emulates the in-place add (:meth:`_steal`) instead of counting a new buffer."""
-        if len(args) < 2 or self.phase() != "backward" or not _called_by_engine(sys._getframe(2)):
+        if len(args) < 2 or self.phase() != "backward" or not _called_by_engine(caller):
             return False
         a, b = args[0], args[1]
         return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.device.type == "npu"
@@ -234,8 +216,8 @@ class Recorder(TorchDispatchMode):
 
     # ---------------------------------------------------------------- ops
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+    def on_op(self, call: OpCall):
+        func, args, kwargs = call.func, call.args, call.kwargs
         if any(is_traceable_wrapper_subclass(t) for t in tree_leaves((args, kwargs))):
             # a DTensor (or another wrapper): its own dispatch runs the ops on the local tensors, which
             # come back through this mode and are recorded there; the wrapper owns no device memory
@@ -250,18 +232,18 @@ class Recorder(TorchDispatchMode):
 
             with _disable_current_modes():
                 return func(*args, **kwargs)
-        if func is _ADD and self._engine_accumulates(args):
+        if func is _ADD and self._engine_accumulates(args, call.caller):
             out = func(*args, **kwargs)
             self._steal(args[0], out)
         else:
-            out = func(*args, **kwargs)
-        name = func.name() if hasattr(func, "name") else str(func)
+            out = call.run()
+        name = call.name
         ns, _, base = name.partition("::")
         base = base.split(".")[0]
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
         for t in outputs:
-            self.track(t, name)
+            self.track(t, name, call.caller)
         if not (inputs or outputs):
             return out
         nbytes = sum(_nbytes(t) for t in inputs) + sum(_nbytes(t) for t in outputs)

@@ -121,7 +121,6 @@ def run(spec: dict) -> dict:
         _fake_process_groups(spec["world"], spec["rank"])
     from ascend_compat.plan import _analyse, _fake, _hooks
     from ascend_compat.plan._record import Recorder
-    from torch.distributed._tools.mod_tracker import ModTracker
 
     target, module = spec["target"], spec.get("module")
     roots = [os.getcwd()] if module else [os.path.dirname(os.path.abspath(target[0]))]
@@ -129,19 +128,17 @@ def run(spec: dict) -> dict:
     status, error = "ok", None
     started = time.perf_counter()
     with _fake.enter() as fake_mode:
-        mods = ModTracker()
-        with mods:
-            rec = Recorder(local, roots, mods, fake_mode)
-            with rec, _hooks.installed(rec, spec["steps"], _Stop, spec.get("progress", False)):
-                try:
-                    _run_target(module, target)
-                except _Stop:
-                    pass
-                except SystemExit as exc:
-                    if exc.code not in (None, 0):
-                        status, error = "failed", f"the script exited with status {exc.code}"
-                except BaseException as exc:  # the script's own failure: reported, not ours
-                    status, error = "failed", _describe(exc)
+        rec = Recorder(local, roots, fake_mode)
+        with rec, _hooks.installed(rec, spec["steps"], _Stop, spec.get("progress", False)):
+            try:
+                _run_target(module, target)
+            except _Stop:
+                pass
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    status, error = "failed", f"the script exited with status {exc.code}"
+            except BaseException as exc:  # the script's own failure: reported, not ours
+                status, error = "failed", _describe(exc)
     result = _analyse.analyse(rec, spec)
     result.update(status=status, error=error, wall_s=round(time.perf_counter() - started, 2))
     if status == "ok" and not rec.allocs:
