@@ -1,9 +1,10 @@
 """``ascend-compat plan`` on real scripts: its peaks equal what ``run --simulate`` measures with real storage
-(single device, bf16 autocast and fp32, a CNN, two-rank DDP under torchrun), the 7B single-NPU OOM, the
-batch search and the errors for bad input. Each case starts fresh processes (slow)."""
+(single device, bf16 autocast and fp32, a CNN, two-rank DDP and DeepSpeed ZeRO-2/3 under torchrun), the 7B
+single-NPU OOM, the batch search and the errors for bad input. Each case starts fresh processes (slow)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,25 @@ def test_two_rank_ddp_plan_equals_torchrun():
         (allocated, reserved), = measured
         assert abs(rank["peak_allocated"] - allocated) <= 0.02 * allocated and rank["peak_reserved"] == reserved
         assert rank["collectives"]["allreduce"]["group"] == 2
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_two_rank_deepspeed_zero_plan_equals_torchrun(stage):
+    """ZeRO-1/2 step only when the all-reduced overflow flag is 0 (``.item()`` of a storage-less tensor):
+    a plan that skipped the step missed the optimizer state, the fp32 partitions' update and the second
+    bucket segment they cause (half the reserved memory)."""
+    script = str(SCRIPTS / "ds_train.py")
+    proc = _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "ascend_compat", "run",
+                 "--simulate", script, "--stage", str(stage)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    measured = {(int(a), int(r)) for a, r in re.findall(r"max_allocated (\d+) max_reserved (\d+)", proc.stdout)}
+    assert measured, proc.stdout[-3000:]
+    code, plan = _plan(["--devices", "2", "--steps", "3", script, "--stage", str(stage)])
+    assert code == 0 and [r["rank"] for r in plan["ranks"]] == [0, 1]
+    for rank in plan["ranks"]:
+        assert rank["steps"] == 3 and rank["live_at_peak"]["optimizer state"] > 0
+        for allocated, reserved in measured:
+            assert abs(rank["peak_allocated"] - allocated) <= 0.02 * allocated and rank["peak_reserved"] == reserved
 
 
 def test_7b_with_adamw_on_one_npu_does_not_fit():

@@ -12,7 +12,7 @@ kernel. What it needs here:
   drops those memo entries and runs those finalizers (they evict the cache entries keyed by the tensor) first.
 * FakeTensor kernels (``register_fake``) for torch_npu ops that have none: ``npu_fusion_attention`` and
   its grad, with the output shapes of the simulator's references (float32 ``[B, N, Sq, 8]`` statistics).
-* ``.item()`` of a FakeTensor answers a stand-in value (``_record._stand_in_value``), and so does
+* ``.item()`` of a FakeTensor answers the value a healthy run would see (:mod:`._values`), and so does
   ``f"{t:.4f}"`` of a 0-dim one.
 * the optimizers pick their foreach kernels for FakeTensor parameters as for real ones (their check
   is ``type(p) in _foreach_supported_types``), so a plan allocates what the real step allocates.

@@ -78,17 +78,11 @@ def installed(rec, steps: int, stop, progress: bool):
     handles = [register_module_forward_pre_hook(forward_pre), register_optimizer_step_pre_hook(step_pre),
                register_optimizer_step_post_hook(step_post)]
     torch.UntypedStorage.resize_ = resize_
-    # GradScaler skips the step when the found-inf sum (.item() of a FakeTensor: a stand-in) is non-zero;
-    # a plan always steps, as a healthy run does
-    scaler = torch.amp.GradScaler
-    maybe_step = scaler._maybe_opt_step
-    scaler._maybe_opt_step = lambda self, optimizer, optimizer_state, *a, **k: optimizer.step(*a, **k)
     try:
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
             yield
     finally:
         torch.nn.Module._apply = apply
-        scaler._maybe_opt_step = maybe_step
         torch.UntypedStorage.resize_ = resize
         for h in handles:
             h.remove()

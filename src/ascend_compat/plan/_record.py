@@ -13,9 +13,9 @@ invisible, as host temporaries inside the simulator's kernels are) it records:
   at their forward call's module) and the script's ``path:line`` (``observe.frames.ScriptFrames``);
 * collectives (``c10d``/``_c10d_functional`` ops) with their sizes and group size.
 
-What the layer does not know and the plan adds: storage-less tensors (``.item()`` of one answers a stand-in,
-small host tensors keep real storage), the allocation records, DTensor's own fake sharding propagation
-(left out) and the autograd engine's in-place gradient sum (emulated).
+What the layer does not know and the plan adds: storage-less tensors (``.item()`` of one answers the value
+a healthy run would see, :mod:`._values`; small host tensors keep real storage), the allocation records,
+DTensor's own fake sharding propagation (left out) and the autograd engine's in-place gradient sum (emulated).
 
 Categories (parameters, gradients, optimizer state, activations) are marked on the allocation records
 as hooks see the tensors; whatever is left is a temporary or, inside ``torch.distributed``, a
@@ -34,6 +34,7 @@ from torch.utils._pytree import tree_leaves
 
 from ascend_compat.observe.frames import ScriptFrames
 from ascend_compat.observe.observer import OpCall, OpObserver, in_backward
+from ascend_compat.plan._values import StandIns, is_fake
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -86,6 +87,7 @@ class Recorder(OpObserver):
         self.step = 0
         self.step_marks: List[tuple] = []  # (step, len(events), len(ops)) after each optimizer step
         self.phase_override: Optional[str] = None
+        self.values = StandIns(_group_size)
         self._by_storage: Dict[int, Alloc] = {}
         self._refs: Dict[int, weakref.ref] = {}
         self.peak_allocated = 0
@@ -222,8 +224,8 @@ class Recorder(OpObserver):
             # a DTensor (or another wrapper): its own dispatch runs the ops on the local tensors, which
             # come back through this mode and are recorded there; the wrapper owns no device memory
             return NotImplemented
-        if func is torch.ops.aten._local_scalar_dense.default and _is_fake(args[0]):
-            return _stand_in_value(args[0])
+        if func is torch.ops.aten._local_scalar_dense.default and is_fake(args[0]):
+            return self.values.item(args[0])
         if _host_bookkeeping(func, args, kwargs):
             # small host tensors and what is computed from them alone stay real, so their values exist:
             # batch indices and token ids a data loader slices with, DeviceMesh's rank grid, DDP's bucket
@@ -237,6 +239,7 @@ class Recorder(OpObserver):
             self._steal(args[0], out)
         else:
             out = call.run()
+        self.values.after(func, args, kwargs, out)
         name = call.name
         ns, _, base = name.partition("::")
         base = base.split(".")[0]
@@ -281,7 +284,7 @@ def _host_bookkeeping(func, args, kwargs) -> bool:
     if device is not None and torch.device(device).type != "cpu":
         return False
     tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    return bool(tensors) and all(t.device.type == "cpu" and not _is_fake(t) for t in tensors)
+    return bool(tensors) and all(t.device.type == "cpu" and not is_fake(t) for t in tensors)
 _RANDOM_FACTORIES = {torch.ops.aten.randint.default, torch.ops.aten.randint.low, torch.ops.aten.randperm.default,
                      torch.ops.aten.scalar_tensor.default, torch.ops.aten.ones.default, torch.ops.aten.rand.default,
                      torch.ops.aten.randn.default, torch.ops.aten.full.default}
@@ -338,22 +341,6 @@ def _in_sharding_propagation(f) -> bool:
             return False
         g, depth = g.f_back, depth + 1
     return False
-
-
-def _is_fake(t) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return isinstance(t, FakeTensor)
-
-
-def _stand_in_value(t):
-    """What ``.item()`` of a storage-less tensor gives: True for a bool (checks such as ``isfinite``
-    pass), 1 for a number (counts and Adam's step stay non-zero; ``_hooks`` makes GradScaler step anyway)."""
-    if t.dtype == torch.bool:
-        return True
-    if t.dtype.is_floating_point or t.dtype.is_complex:
-        return 1.0
-    return 1
 
 
 def _nbytes(t: torch.Tensor) -> int:
