@@ -10,7 +10,8 @@ parameter over the ranks for mixed-precision AdamW state, plus Korthikanti et al
 ``s·b·h·(34 + 5·a·s/h)``, and ``34·s·b·h`` when attention scores are not stored, as with the fused attention kernel);
 accelerate's ``estimate-memory`` training figure (its ``estimate_training_usage``: parameter bytes only); DeepSpeed's
 ZeRO model-state estimators; and a torchtitan-style estimate with PyTorch's own tools (``FakeTensorMode``, a fake
-process group and ``torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`` on the CPU device).
+process group and ``torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker``) of (B): same model, sharding,
+optimizer and device (``_fsdp_mem_tracker.py``).
 
 Run: ``python benchmarks/bench_plan.py`` (about 3 minutes on 2 cores; ``--quick`` skips the 8-rank plan).
 """
@@ -80,64 +81,19 @@ def deepspeed_estimates() -> dict:
     return {"zero2_1": z2_one, "zero3_8": z3_eight}
 
 
-TORCHTITAN_STYLE = r'''
-import sys, torch, torch.nn as nn, torch.nn.functional as F
-import torch.distributed as dist
-from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.testing._internal.distributed.fake_pg import FakeStore
-from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
-from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-h, L, a, ffn, V, s, b = 4096, 32, 32, 11008, 32000, 2048, 1
-dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
-from torch.distributed.device_mesh import init_device_mesh
-mesh = init_device_mesh("cpu", (8,))  # before FakeTensorMode, as torchtitan does
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__(); self.n1 = nn.RMSNorm(h); self.qkv = nn.Linear(h, 3 * h, bias=False)
-        self.o = nn.Linear(h, h, bias=False); self.n2 = nn.RMSNorm(h); self.w1 = nn.Linear(h, ffn, bias=False)
-        self.w3 = nn.Linear(h, ffn, bias=False); self.w2 = nn.Linear(ffn, h, bias=False)
-    def forward(self, x):
-        q, k, v = self.qkv(self.n1(x)).split(h, dim=2)
-        q, k, v = (t.view(b, s, a, h // a).transpose(1, 2) for t in (q, k, v))
-        x = x + self.o(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h))
-        y = self.n2(x)
-        return x + self.w2(F.silu(self.w1(y)) * self.w3(y))
-class M(nn.Module):
-    def __init__(self):
-        super().__init__(); self.emb = nn.Embedding(V, h); self.layers = nn.ModuleList(Block() for _ in range(L))
-        self.norm = nn.RMSNorm(h); self.head = nn.Linear(h, V, bias=False)
-    def forward(self, idx):
-        x = self.emb(idx)
-        for l in self.layers: x = l(x)
-        return self.head(self.norm(x))
-with FakeTensorMode():
-    with torch.device("meta"):
-        model = M()
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for l in model.layers: fully_shard(l, mesh=mesh, mp_policy=mp)
-    fully_shard(model, mesh=mesh, mp_policy=mp)
-    model.to_empty(device="cpu")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
-    tracker = FSDPMemTracker(model, opt)
-    tracker.track_inputs((torch.randint(0, V, (b, s)),))
-    with tracker:
-        for _ in range(2):
-            idx = torch.randint(0, V, (b, s))
-            F.cross_entropy(model(idx).float().view(-1, V), idx.view(-1)).backward()
-            opt.step(); opt.zero_grad()
-            tracker.reset_mod_stats()
-    peak = max(v["Total"] for v in tracker.get_tracker_snapshot("peak").values())
-print("PEAK", peak)
-'''
-
-
-def torchtitan_style() -> tuple:
+def torchtitan_style() -> dict:
+    """PyTorch's FSDPMemTracker under FakeTensorMode with a fake process group on the same model, sharding,
+    optimizer and device as the FSDP2 plan (``_fsdp_mem_tracker.py``)."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", TORCHTITAN_STYLE], capture_output=True, text=True, timeout=1800)
-    line = [x for x in proc.stdout.splitlines() if x.startswith("PEAK")]
-    if not line:
-        return None, proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output"
-    return int(line[0].split()[1]), f"{time.perf_counter() - start:.0f} s"
+    args = [str(CFG[k]) for k in ("h", "L", "a", "ffn", "V", "s", "b")] + ["8"]
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("_fsdp_mem_tracker.py")), *args],
+                          capture_output=True, text=True, timeout=1800)
+    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("PEAK", "BREAKDOWN",
+                                                                                             "FWBW_PEAK")))
+    if "PEAK" not in out:
+        raise SystemExit("FSDPMemTracker estimate failed: " + proc.stderr[-3000:])
+    return {"peak": int(out["PEAK"]), "breakdown": json.loads(out["BREAKDOWN"]), "fwbw": int(out["FWBW_PEAK"]),
+            "wall": time.perf_counter() - start}
 
 
 def main() -> None:
@@ -169,13 +125,17 @@ def main() -> None:
         rows.append(("this tool (plan), FSDP2 x8", r8["peak_reserved"], None))
     acc = accelerate_estimate()
     ds = deepspeed_estimates()
-    titan, titan_note = torchtitan_style() if not quick else (None, "skipped")
+    titan = torchtitan_style() if not quick else None
     print("comparison (GiB per NPU):")
     print(f"  accelerate estimate-memory (training, bf16): {acc / GiB:.1f} (parameters x4, no activations)")
     print(f"  DeepSpeed ZeRO-2 estimator, 1 GPU: {ds['zero2_1'] / GiB:.1f}; ZeRO-3, 8 GPUs: {ds['zero3_8'] / GiB:.1f} "
           "(model states only)")
-    print(f"  torchtitan-style FakeTensor + FSDPMemTracker (CPU device), FSDP2 x8: "
-          f"{titan / GiB if titan else float('nan'):.1f} ({titan_note})")
+    if titan:
+        print(f"  torchtitan-style FakeTensor + FSDPMemTracker, FSDP2 x8 ({titan['wall']:.0f} s): tracker peak "
+              f"{titan['peak'] / GiB:.1f} (" + ", ".join(f"{k} {v / GiB:.1f}" for k, v in titan["breakdown"].items()
+                                                      if k != "Total") + ")")
+        print(f"    its peak over the second iteration's forward and backward: {titan['fwbw'] / GiB:.1f}"
+              + (f"; plan / tracker = {r8['peak_allocated'] / titan['fwbw']:.3f}" if not quick else ""))
     print(f"  analytic: 1 NPU {an1['total'] / GiB:.1f}; FSDP2 x8 {analytic(8)['total'] / GiB:.1f}")
 
 
