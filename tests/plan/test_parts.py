@@ -62,6 +62,39 @@ def test_roofline_bounds_and_collectives():
     assert roce > 10 * hccs and roofline.comm_time("allreduce", GiB, 1, soc) == 0.0
 
 
+def test_backward_collectives_overlap_backward_compute_and_the_optimizer_waits():
+    soc = perf("Ascend910B3")
+
+    def op(phase, seconds, comm=None):
+        # a matmul of ``seconds`` at Cube peak, or an all-reduce over 8 ranks of about ``seconds``
+        if comm:
+            nbytes = int(seconds * soc.hccs_bandwidth * 0.8 * 8 / 14)
+            return OpRecord("c10d::allreduce_", "", phase, 0, nbytes, torch.float32, comm="allreduce",
+                            comm_bytes=nbytes, group=8)
+        return OpRecord("aten::mm", "", phase, int(seconds * soc.cube_fp16 * 0.7), 0, torch.bfloat16, matmul=True)
+
+    def times(ops):
+        return [roofline.op_time(o, soc)[0] for o in ops]
+
+    fwd, bwd1, ar, bwd2, opt = (op("forward", 0.01), op("backward", 0.01), op("backward", 0.004, comm=True),
+                                op("backward", 0.01), op("optimizer", 0.001))
+    est = roofline.estimate([fwd, bwd1, ar, bwd2, opt], soc)
+    f, b1, c, b2, o = times([fwd, bwd1, ar, bwd2, opt])
+    # the all-reduce runs while the rest of the backward computes: hidden
+    assert est["seconds"] == pytest.approx(f + b1 + b2 + o) and est["hidden"] == pytest.approx(c)
+    assert est["by_kind"]["communication"] == pytest.approx(c)
+    # issued at the end of the backward, it is exposed: the optimizer waits for it
+    est = roofline.estimate([fwd, bwd1, bwd2, ar, opt], soc)
+    assert est["seconds"] == pytest.approx(f + b1 + b2 + c + o) and est["hidden"] == pytest.approx(0, abs=1e-12)
+    # longer than the compute left: the excess is exposed
+    long_ar = op("backward", 0.025, comm=True)
+    est = roofline.estimate([fwd, bwd1, long_ar, bwd2, opt], soc)
+    assert est["seconds"] == pytest.approx(f + b1 + roofline.op_time(long_ar, soc)[0] + o)
+    # a collective in the forward (an FSDP all-gather) blocks
+    est = roofline.estimate([op("forward", 0.004, comm=True), fwd, bwd1, opt], soc)
+    assert est["hidden"] == pytest.approx(0, abs=1e-12)
+
+
 def _result(live, world=1, fits=False):
     rank = {"rank": 0, "peak_allocated": sum(live.values()), "peak_reserved": int(sum(live.values()) * 1.1),
             "live_at_peak": live, "activation_blocks": {f"M.layers.{i}": live["activations"] // 4 for i in range(4)},

@@ -103,12 +103,13 @@ def analyse(rec, spec: dict) -> dict:
     if soc is not None and ops:
         est = roofline.estimate(ops, soc)
         peak = _mfu_peak(ops, soc)
+        mfu = est["flops"] / (est["seconds"] * peak) if est["seconds"] else None
         result.update(step_time_s=est["seconds"], time_by_kind=est["by_kind"], time_by_module=est["by_module"],
-                      time_by_phase=est["by_phase"], flops_per_step=est["flops"],
-                      mfu=(est["flops"] / (est["seconds"] * peak)) if est["seconds"] else None)
+                      time_by_phase=est["by_phase"], communication_hidden_s=est["hidden"],
+                      flops_per_step=est["flops"], mfu=mfu)
     else:
-        result.update(step_time_s=None, time_by_kind={}, time_by_module={}, time_by_phase={}, flops_per_step=None,
-                      mfu=None)
+        result.update(step_time_s=None, time_by_kind={}, time_by_module={}, time_by_phase={},
+                      communication_hidden_s=None, flops_per_step=None, mfu=None)
     result["collectives"] = _collectives(ops)
     result["timeline"] = _timeline(events)
     return result

@@ -33,7 +33,9 @@ def text(result) -> str:
         if r.get("step_time_s"):
             kinds = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in r["time_by_kind"].items() if v)
             mfu = f", MFU {r['mfu'] * 100:.1f}%" if r.get("mfu") else ""
-            lines.append(f"  step time ~{r['step_time_s'] * 1e3:.1f} ms ({kinds}){mfu}")
+            hidden = r.get("communication_hidden_s")
+            hidden = f", {hidden * 1e3:.1f} ms of communication behind backward compute" if hidden else ""
+            lines.append(f"  step time ~{r['step_time_s'] * 1e3:.1f} ms ({kinds}{hidden}){mfu}")
             top = sorted(r["time_by_module"].items(), key=lambda kv: -kv[1])[:5]
             lines.append("  by module: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in top))
         for kind, c in (r.get("collectives") or {}).items():

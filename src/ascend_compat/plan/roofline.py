@@ -4,9 +4,18 @@ An op takes ``max(FLOPs / peak(dtype), bytes / HBM bandwidth)``: Cube peak (FP16
 quarter) for matrix ops, the vector rate otherwise, each divided by the efficiency of
 ``knowledge.soc_perf``. A collective over ``n`` ranks of ``S`` bytes takes ``steps x latency +
 volume / bandwidth`` with ring volumes (all-reduce ``2(n-1)/n S``, all-gather and reduce-scatter
-``(n-1)/n`` of the gathered size, broadcast ``S``), over HCCS inside a node and RoCE beyond it. Compute,
-memory and communication are summed (no overlap): an upper bound on a step whose collectives are
-not hidden behind compute.
+``(n-1)/n`` of the gathered size, broadcast ``S``), over HCCS inside a node and RoCE beyond it.
+
+Overlap (:func:`estimate`): the ops run on two streams, as on Ascend, where HCCL has its own. Collectives
+issued during the backward pass (DDP's bucket all-reduces, FSDP2's reduce-scatters and its backward
+all-gathers, DeepSpeed's gradient reductions) start when the compute before them in the recorded order has
+finished and the previous collective is done, and run while the backward pass goes on; the first op after
+the backward pass (the optimizer step, a gradient-clipping norm) waits for them. Every other collective
+(forward all-gathers, the optimizer's, a loss all-reduce) blocks: it starts after the compute and
+communication before it and the compute after it waits for it. Not modelled: contention between the streams
+for HBM bandwidth and AI cores (HCCL's reductions run on AI cores), FSDP2's forward prefetch, and
+DeepSpeed ZeRO-1/2 with ``overlap_comm`` off (its reductions then run on the compute stream: the estimate is
+optimistic there by up to the backward communication time).
 """
 from __future__ import annotations
 
@@ -52,11 +61,14 @@ def comm_time(kind: str, nbytes: int, n: int, soc: SocPerf) -> float:
 
 
 def estimate(ops: Iterable, soc: SocPerf) -> Dict[str, object]:
-    """Totals over ``ops``: seconds by kind, by module and by phase, FLOPs, matmul FLOPs."""
+    """Totals over ``ops``: seconds by kind, by module and by phase (each op's own time), FLOPs, and the step
+    time ``seconds`` of the two-stream timeline (module docstring); ``hidden``: communication time that ran
+    behind backward compute (the sum of all op times less ``seconds``)."""
     by_kind = {"compute": 0.0, "memory": 0.0, "communication": 0.0}
     by_module: Dict[str, float] = {}
     by_phase: Dict[str, float] = {}
     flops = 0
+    compute_end = comm_end = 0.0  # when each stream is next free
     for op in ops:
         t, kind = op_time(op, soc)
         by_kind[kind] += t
@@ -64,8 +76,18 @@ def estimate(ops: Iterable, soc: SocPerf) -> Dict[str, object]:
         by_module[top] = by_module.get(top, 0.0) + t
         by_phase[op.phase] = by_phase.get(op.phase, 0.0) + t
         flops += op.flops
-    return {"seconds": sum(by_kind.values()), "by_kind": by_kind, "by_module": by_module, "by_phase": by_phase,
-            "flops": flops}
+        backward = op.phase == "backward"
+        if kind == "communication" and backward:
+            comm_end = max(compute_end, comm_end) + t
+        elif kind == "communication":
+            compute_end = comm_end = max(compute_end, comm_end) + t
+        else:
+            if not backward:
+                compute_end = max(compute_end, comm_end)
+            compute_end += t
+    seconds = max(compute_end, comm_end)
+    return {"seconds": seconds, "hidden": max(0.0, sum(by_kind.values()) - seconds), "by_kind": by_kind,
+            "by_module": by_module, "by_phase": by_phase, "flops": flops}
 
 
 def _top_module(path: str) -> str:
