@@ -13,7 +13,13 @@ rendezvous store. npu tensors live in host memory, so each collective runs gloo 
 zero-copy host aliases (``_memory.host_alias``) and the result lands in the npu tensors
 themselves. Collectives complete before they return (the work objects are already
 completed, ``async_op=True`` included); point-to-point ``send``/``recv`` return gloo's
-own work so that ``isend``/``irecv`` pairs cannot deadlock.
+own work so that ``isend``/``irecv`` pairs cannot deadlock. A collective hands gloo aliases that do
+not own the memory (``_memory.borrowed_host_alias``): gloo's worker thread drops a finished work's
+tensors when it gets to it, and an owning alias would release the npu storage then, after or before
+the script's next allocations depending on thread timing (peaks differed between runs by a freed
+buffer: a DDP bucket, an FSDP2 all-gather output). The npu tensors of a collective that fails
+(a timeout) are kept alive for good, as gloo may still use their memory; ``send``/``recv`` keep
+owning aliases (their work outlives the call).
 
 Faithful to torch_npu's HCCL where it shows:
 - ``ReduceOp.AVG`` works (HCCL sums then divides; gloo has no AVG, so the same is done
@@ -40,6 +46,7 @@ checked against HCCL's per-collective lists.
 from __future__ import annotations
 
 import functools
+import threading
 from datetime import timedelta
 from typing import Any, List, Sequence
 
@@ -52,6 +59,10 @@ __all__ = ["register_hccl", "is_hccl_available", "ProcessGroupHCCL"]
 _STORE_PREFIX = "ascend_compat_sim_hccl"
 _UNSUPPORTED_OPS = {ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}
 _GLOO_OPS = (ReduceOp.SUM, ReduceOp.PRODUCT, ReduceOp.MIN, ReduceOp.MAX)
+#: the npu tensors handed to gloo by the running collective of this thread (None outside one)
+_lent = threading.local()
+#: the npu tensors of collectives that failed: gloo may still read or write their memory
+_ABANDONED: List[torch.Tensor] = []
 
 
 def is_hccl_available() -> bool:
@@ -140,7 +151,15 @@ def _collective(op: str, c10d: str, pick):
                        if isinstance(t, torch.Tensor)]
             count = sum(t.numel() for t in tensors)
             dtype = tensors[0].dtype if tensors else None
-            return self._comm.run(op, c10d, count, dtype, lambda: method(self, *args, **kwargs))
+            outer, lent = getattr(_lent, "tensors", None), []
+            _lent.tensors = lent
+            try:
+                return self._comm.run(op, c10d, count, dtype, lambda: method(self, *args, **kwargs))
+            except BaseException:
+                _ABANDONED.extend(lent)
+                raise
+            finally:
+                _lent.tensors = outer
         return run
     return decorate
 
@@ -208,9 +227,14 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                 "Tensors must be NPU and dense" + _dist_error("TYPE")
             )
         else:
-            from ascend_compat.simulator._memory import host_alias
+            from ascend_compat.simulator._memory import borrowed_host_alias, host_alias
 
-            host = host_alias(t)
+            lent = getattr(_lent, "tensors", None)
+            if lent is None:  # outside a collective (send/recv): gloo's work outlives the call
+                host = host_alias(t)
+            else:
+                lent.append(t)
+                host = borrowed_host_alias(t)
         if need_contiguous and not _dense(t):
             raise RuntimeError(
                 "Tensors must be contiguous" + _dist_error("TYPE")

@@ -14,7 +14,7 @@ C++ may be unwinding an exception; weakref callbacks are safe then (docs/simulat
 Every allocation is a block of torch_npu's caching allocator (:mod:`.caching_allocator`): sizes rounded
 as torch_npu rounds them, segments cached, "reserved" and OOM as on Ascend.
 
-Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``host_storage``, ``to_device``, ``memory_stats``, ``memory_allocated``,
+Interface for the stand-in's ``torch_npu.npu``: ``host_alias``, ``borrowed_host_alias``, ``host_storage``, ``to_device``, ``memory_stats``, ``memory_allocated``,
 ``max_memory_allocated``, ``memory_reserved``, ``empty_cache``, ``reset_peak_memory_stats``,
 ``reset_accumulated_memory_stats``, ``capacity``, ``set_capacity``, ``set_allowed``, ``allocator``.
 """
@@ -159,6 +159,23 @@ def host_alias(t: torch.Tensor) -> torch.Tensor:
     if t.device.type != "npu":
         return t
     return _lazy_bits(t, _retag(t, KDL_CPU, 0))
+
+
+def borrowed_host_alias(t: torch.Tensor) -> torch.Tensor:
+    """Like :func:`host_alias`, but the alias does not keep ``t``'s memory alive: the caller keeps ``t``
+    alive for as long as the alias is used.
+
+    For memory handed to a library that drops its last reference later, in a thread of its own (gloo's
+    worker releases a finished work's tensors when it gets to it): with an owning alias the device
+    storage would be released then, at a time that varies from run to run, instead of when its own last
+    reference goes, as on the device.
+    """
+    host = host_alias(t)
+    st = host.untyped_storage()
+    if t.device.type != "npu" or not st.nbytes():
+        return host
+    raw = torch.frombuffer((ctypes.c_char * st.nbytes()).from_address(st.data_ptr()), dtype=torch.uint8)
+    return _lazy_bits(t, raw.view(host.dtype).as_strided(host.size(), host.stride(), host.storage_offset()))
 
 
 def _lazy_bits(t: torch.Tensor, host: torch.Tensor) -> torch.Tensor:
