@@ -176,3 +176,43 @@ def test_a_file_libcst_does_not_reproduce_is_left_untouched():
     src = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
     with pytest.raises(MigrateError, match="does not reproduce"):
         migrate_source(src)
+
+
+def test_a_bug_met_on_one_file_is_that_files_error(tmp_path, monkeypatch):
+    """An exception while migrating one file becomes that file's error (naming it); the other files
+    are migrated, nothing is half-written, and with debug=True the exception propagates."""
+    from ascend_compat.analysis.migrate import apply
+
+    (tmp_path / "bad.py").write_text(CUDA)
+    (tmp_path / "good.py").write_text(CUDA)
+    real = apply.migrate_text
+
+    def buggy(path, *args, **kw):
+        if path.endswith("bad.py"):
+            raise KeyError("boom")
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(apply, "migrate_text", buggy)
+    outcomes = {Path(o.path).name: o for o in migrate_paths([str(tmp_path)], write=True)}
+    assert "internal error while migrating this file (KeyError" in outcomes["bad.py"].error
+    assert (tmp_path / "bad.py").read_text() == CUDA
+    assert outcomes["good.py"].changed and ".npu()" in (tmp_path / "good.py").read_text()
+    with pytest.raises(KeyError):
+        migrate_paths([str(tmp_path / "bad.py")], debug=True)
+
+
+def test_a_file_that_cannot_be_written_is_reported(tmp_path, monkeypatch):
+    """A failed write (here: the disk is full) is the file's error, not an internal error of the run."""
+    import errno
+
+    from ascend_compat.analysis.migrate import apply
+
+    def full(path, data, mode=None):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(apply, "write_bytes_atomic", full)
+    (tmp_path / "t.py").write_text(CUDA)
+    (out,) = migrate_paths([str(tmp_path / "t.py")], write=True)
+    assert out.error.startswith("cannot write") and "No space left" in out.error
+    assert not out.changed and not out.changes
+    assert (tmp_path / "t.py").read_text() == CUDA

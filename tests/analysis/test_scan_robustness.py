@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -11,6 +14,7 @@ from ascend_compat.analysis import scan
 from ascend_compat.analysis.scan import ScanOptions, scan_file, scan_paths
 
 from analysis_helpers import CORPUS
+from subproc import clean_env
 
 
 def _by_path(result):
@@ -108,3 +112,52 @@ def test_fast_path_equals_full_analysis(path, monkeypatch):
     supp = suppressions(text)
     full = [f for f in full if not scan._suppressed(f, supp)]
     assert [f.to_dict() for f in fast] == [f.to_dict() for f in full]
+
+
+_WRONG_NOTEBOOKS = {
+    "int_in_source.ipynb": {"cells": [{"cell_type": "code", "source": [7, "x = 1\n"]}]},
+    "int_source.ipynb": {"cells": [{"cell_type": "code", "source": 7}]},
+    "null_source.ipynb": {"cells": [{"cell_type": "code", "source": None}]},
+    "dict_source.ipynb": {"cells": [{"cell_type": "code", "source": {"a": "x.cuda()"}}]},
+    "nested_list_source.ipynb": {"cells": [{"cell_type": "code", "source": [["x.cuda()\n"]]}]},
+}
+
+
+def test_notebook_cells_holding_no_text_are_named_and_the_rest_analysed(tmp_path):
+    """A cell whose source is not text (nbformat: a string or a list of strings) is that notebook's
+    error, naming the cell; the other cells are analysed (this exited 4, 'internal error', before)."""
+    for name, nb in _WRONG_NOTEBOOKS.items():
+        nb["cells"].append({"cell_type": "code", "source": ["import torch\n", "y = torch.zeros(1).cuda()\n"]})
+        (tmp_path / name).write_text(json.dumps(nb))
+    res = _by_path(scan_paths([str(tmp_path)], jobs=1))
+    for name in _WRONG_NOTEBOOKS:
+        r = res[name]
+        assert r.error_kind == "parse-error" and r.error.startswith("cell 1: its source is not text"), (name, r.error)
+        assert [(f.cell, f.rule) for f in r.findings] == [(2, "cuda-method")], name
+    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--format", "concise", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_a_bug_met_on_one_file_is_that_files_error(tmp_path, monkeypatch):
+    """Any exception inside the analysis of one file becomes a per-file error naming it; the other
+    files are analysed and check does not stop (with --debug the exception propagates)."""
+    (tmp_path / "bad.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (tmp_path / "good.py").write_text("import torch\ny = torch.zeros(1).cuda()\n")
+    real = scan._analyse_python
+
+    def buggy(path, text, opts):
+        if path.endswith("bad.py"):
+            raise TypeError("sequence item 0: expected str instance, int found")
+        return real(path, text, opts)
+
+    monkeypatch.setattr(scan, "_analyse_python", buggy)
+    by = _by_path(scan_paths([str(tmp_path)], jobs=1))
+    assert by["bad.py"].error_kind == "internal-error"
+    assert "TypeError: sequence item 0" in by["bad.py"].error and "--debug" in by["bad.py"].error
+    assert by["good.py"].findings and by["good.py"].error is None
+    with pytest.raises(TypeError):
+        scan_file(str(tmp_path / "bad.py"), opts=ScanOptions(debug=True))
+    from ascend_compat.cli import main
+
+    assert main(["check", "--format", "concise", "--jobs", "1", str(tmp_path)]) == 0

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis.discover import Target, discover
-from ascend_compat.analysis.findings import FileResult, Finding
+from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
@@ -62,6 +62,8 @@ class ScanOptions:
     torch_npu_version: Optional[str] = None
     max_bytes: int = DEFAULT_MAX_BYTES
     cache_dir: Optional[str] = None
+    #: let an internal error propagate (``--debug``) instead of reporting it as the file's error
+    debug: bool = False
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -351,7 +353,10 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None)
 def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> List[Finding]:
     from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 
-    nb = json.loads(text)
+    try:
+        nb = json.loads(text)
+    except RecursionError:
+        raise ValueError("the notebook's JSON is nested too deeply to read") from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise ValueError("not a Jupyter notebook (no 'cells' list)")
@@ -361,7 +366,11 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
     for idx, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        src = cell_source(cell)
+        try:
+            src = cell_source(cell)
+        except ValueError as exc:
+            errors.append(f"cell {idx}: {exc}; not analysed")
+            continue
         code = sanitize_cell(src)
         result.lines += src.count("\n") + 1
         if code is None:
@@ -371,10 +380,10 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
         try:
             analyzer.feed(_parse(code, f"{path} cell {idx}"))
         except (SyntaxError, ValueError) as exc:
-            errors.append(f"cell {idx} line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}")
+            errors.append(f"cell {idx} line {getattr(exc, 'lineno', '?')}: syntax error: {getattr(exc, 'msg', exc)}")
     findings = analyzer.finish()
     if errors:
-        result.error = "syntax error in " + "; ".join(errors)
+        result.error = "; ".join(errors)
         result.error_kind = "parse-error"
     kept = []
     for f in findings:
@@ -386,8 +395,15 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
 
 
 def cell_source(cell: dict) -> str:
+    """A notebook cell's source: a string or a list of strings (nbformat); ValueError for anything else."""
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    if isinstance(src, str):
+        return src
+    if isinstance(src, list) and all(isinstance(x, str) for x in src):
+        return "".join(src)
+    held = type(src).__name__ if not isinstance(src, list) else \
+        "a list holding " + next(type(x).__name__ for x in src if not isinstance(x, str))
+    raise ValueError(f"its source is not text ({held})")
 
 
 _MAGIC_LINE = re.compile(r"^\s*[%!]|^\s*\w[\w.]*\?\??\s*$")
@@ -450,6 +466,11 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
     gc.disable()
     try:
         _analyse_bytes(path, kind, data, opts, result)
+    except Exception as exc:  # a bug of ours: this file's error, and the run goes on
+        if opts.debug:
+            raise
+        return FileResult(path=path, kind=kind, lines=result.lines, error_kind="internal-error",
+                          error=internal_error(exc))
     finally:
         if collecting:
             gc.enable()

@@ -212,7 +212,7 @@ def main(args) -> int:
 
         version = data.resolve_version(version)
     opts = ScanOptions(torch_npu_version=version, max_bytes=int(args.max_file_size * 1024 * 1024),
-                       cache_dir=_cache_dir(args))
+                       cache_dir=_cache_dir(args), debug=bool(getattr(args, "debug", False)))
     results, missing = _scan(args, settings, opts, progress_enabled(args))
     _filter(results, settings["select"], settings["ignore"])
     report = build(results, version)

@@ -56,7 +56,8 @@ def _migrate(args, targets, migrate_paths):
                            total=len(targets)) as update:
         return migrate_paths(args.paths, write=args.write, output_dir=args.output, exclude=args.exclude,
                              annotate=args.annotate, torch_npu_version=args.torch_npu_version,
-                             use_gitignore=not args.no_gitignore, progress=lambda done, total: update(done))
+                             use_gitignore=not args.no_gitignore, progress=lambda done, total: update(done),
+                             debug=bool(getattr(args, "debug", False)))
 
 
 _DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))

@@ -29,7 +29,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-from ascend_compat.analysis.findings import Finding
+from ascend_compat.analysis.findings import Finding, internal_error
 from ascend_compat.analysis.migrate.transform import Change, MigrateError, check_round_trip, migrate_source
 from ascend_compat._files import write_bytes_atomic
 
@@ -124,13 +124,12 @@ def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     for idx, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        raw = cell.get("source", "")
-        if not (isinstance(raw, str) or (isinstance(raw, list) and all(isinstance(x, str) for x in raw))):
+        try:
+            src = cell_source(cell)
+        except ValueError as exc:
             remaining.append(Finding(path, 1, 1, 1, 1, "cuda-method", "device", "manual",
-                                     f"cell {idx} not migrated: its source is not text", "fix the notebook",
-                                     cell=idx))
+                                     f"cell {idx} not migrated: {exc}", "fix the notebook", cell=idx))
             continue
-        src = cell_source(cell)
         code = sanitize_cell(src)
         if code is None or code != src:
             continue  # cells with IPython magics are listed, not rewritten (the magic lines are not Python)
@@ -170,9 +169,10 @@ def _inside(child: str, parent: str) -> bool:
 
 def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optional[str] = None,
                   exclude: Sequence[str] = (), annotate: bool = False, torch_npu_version=None,
-                  use_gitignore: bool = True, progress=None) -> List[FileOutcome]:
+                  use_gitignore: bool = True, progress=None, debug: bool = False) -> List[FileOutcome]:
     """Migrate Python files and notebooks under ``paths`` (see the module docstring for modes);
-    ``progress(done, total)`` is called after each file."""
+    ``progress(done, total)`` is called after each file. A bug met on one file becomes that file's
+    ``error`` (``debug=True``: it propagates) and the run goes on."""
     from ascend_compat.analysis.discover import discover
 
     if write and output_dir:
@@ -192,30 +192,47 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
         out = FileOutcome(t.path)
         outcomes.append(out)
         dest = os.path.join(output_dir, os.path.relpath(os.path.abspath(t.path), anchor)) if output_dir else None
-        if t.kind not in ("python", "notebook"):
-            if dest:
-                _copy(t.path, dest, out, done)
-            continue
-        # writes go to the file itself, never through a link out of the given paths; a symlink to
-        # a file inside them stays a symlink (its target is rewritten, once)
-        target = os.path.realpath(t.path) if write else t.path
-        if write and not any(_inside(target, root) for root in real_roots):
-            out.error = "reached through a symbolic link out of the given paths: left untouched"
-            continue
         try:
-            text, fmt = _read_source(t.path, t.kind)
-            new, changes, remaining = migrate_text(t.path, text, t.kind, torch_npu_version, annotate)
-            data = fmt.encode(new) if new != text else None
-        except (OSError, MigrateError) as exc:
-            out.error = str(exc) if isinstance(exc, MigrateError) else f"cannot read: {exc.strerror or exc}"
-            if dest:  # the copy must be complete: unmigratable files are copied unchanged
-                _copy(t.path, dest, out, done)
-            continue
-        out.changes, out.remaining = changes, remaining
-        out.changed = data is not None
-        if out.changed:
-            out.diff = unified_diff(text, new, t.path)
-        mode = stat.S_IMODE(os.stat(t.path).st_mode)
+            _migrate_one(t, out, write, dest, real_roots, done, torch_npu_version, annotate)
+        except Exception as exc:  # a bug of ours: this file's error, and the run goes on
+            if debug:
+                raise
+            out.error = internal_error(exc, "migrating")
+    if output_dir:
+        _copy_the_rest(paths, anchor, output_dir, done, exclude)
+    if progress is not None:
+        progress(len(targets), len(targets))
+    return outcomes
+
+
+def _migrate_one(t, out: FileOutcome, write: bool, dest: Optional[str], real_roots, done: set,
+                 torch_npu_version, annotate: bool) -> None:
+    """Migrate one discovered file into ``out`` (see :func:`migrate_paths`)."""
+    if t.kind not in ("python", "notebook"):
+        if dest:
+            _copy(t.path, dest, out, done)
+        return
+    # writes go to the file itself, never through a link out of the given paths; a symlink to
+    # a file inside them stays a symlink (its target is rewritten, once)
+    target = os.path.realpath(t.path) if write else t.path
+    if write and not any(_inside(target, root) for root in real_roots):
+        out.error = "reached through a symbolic link out of the given paths: left untouched"
+        return
+    try:
+        text, fmt = _read_source(t.path, t.kind)
+        new, changes, remaining = migrate_text(t.path, text, t.kind, torch_npu_version, annotate)
+        data = fmt.encode(new) if new != text else None
+    except (OSError, MigrateError) as exc:
+        out.error = str(exc) if isinstance(exc, MigrateError) else f"cannot read: {exc.strerror or exc}"
+        if dest:  # the copy must be complete: unmigratable files are copied unchanged
+            _copy(t.path, dest, out, done)
+        return
+    out.changes, out.remaining = changes, remaining
+    out.changed = data is not None
+    if out.changed:
+        out.diff = unified_diff(text, new, t.path)
+    mode = stat.S_IMODE(os.stat(t.path).st_mode)
+    try:
         if write and out.changed:
             write_bytes_atomic(target, data, mode)
             out.written_to = t.path
@@ -227,11 +244,10 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
                 write_bytes_atomic(dest, data, mode)
                 out.written_to = dest
                 done.add(os.path.abspath(t.path))
-    if output_dir:
-        _copy_the_rest(paths, anchor, output_dir, done, exclude)
-    if progress is not None:
-        progress(len(targets), len(targets))
-    return outcomes
+    except OSError as exc:
+        where = t.path if write else dest
+        out.error = f"cannot write {where}: {exc.strerror or exc}; left as it was"
+        out.changed, out.changes, out.diff = False, [], ""
 
 
 def _anchor(paths: Sequence[str]) -> str:
