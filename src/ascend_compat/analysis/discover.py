@@ -7,6 +7,11 @@ directory), VCS/cache directories and virtualenvs (a directory holding ``pyvenv.
 Files given explicitly are never excluded. Directory symlinks are followed once; a symlink that
 leads back into its own ancestry is reported as a loop, broken symlinks as unreadable; the walk
 never stops on such errors.
+
+Containment, the one rule for what ``check`` and ``migrate`` read and write: a symbolic link met in a
+walk is followed only when its target lies inside one of the given paths (resolved); any other
+(``up -> ..``, ``data -> /mnt/...``) is reported as ``outside-link`` (the link, never its target)
+and nothing behind it is read, written or listed. A path given explicitly is used as given.
 """
 from __future__ import annotations
 
@@ -132,9 +137,12 @@ class IgnoreRules:
         return result
 
 
-def _read_gitignore(directory: str) -> Optional[List[str]]:
+def _read_gitignore(directory: str, roots: Sequence[str] = ()) -> Optional[List[str]]:
+    path = os.path.join(directory, ".gitignore")
+    if roots and os.path.islink(path) and not within(os.path.realpath(path), roots):
+        return None
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read().splitlines()
     except OSError:
         return None
@@ -142,6 +150,18 @@ def _read_gitignore(directory: str) -> Optional[List[str]]:
 
 #: why a FIFO, socket or device named like a source file is skipped (reading one would block or never end)
 NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
+#: why a symbolic link out of the given paths is not followed (see the module docstring)
+OUTSIDE = "symbolic link to a place outside the given paths: not followed"
+
+
+def within(real: str, roots: Sequence[str]) -> bool:
+    """Whether the resolved path ``real`` is one of the resolved ``roots`` or lies below one."""
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def given_roots(paths: Sequence[str]) -> List[str]:
+    """The resolved given paths: what a walk may reach through symbolic links."""
+    return [os.path.realpath(p) for p in paths if os.path.exists(p)]
 
 
 def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: bool = True
@@ -150,6 +170,7 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
     targets: List[Target] = []
     problems: List[Tuple[str, str, str]] = []
     seen_files = set()
+    roots = given_roots(paths)
     for root in paths:
         if not os.path.lexists(root):
             problems.append((root, "missing", "no such file or directory"))
@@ -167,11 +188,11 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
                 targets.append(Target(root, kind_of(root, explicit=True) or "python"))
             continue
         rules = IgnoreRules().extended(root, exclude) if exclude else IgnoreRules()
-        _walk(root, rules, use_gitignore, targets, problems, seen_files)
+        _walk(root, rules, use_gitignore, targets, problems, seen_files, roots)
     return targets, problems
 
 
-def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
+def _walk(root, rules, use_gitignore, targets, problems, seen_files, roots) -> None:
     try:
         st = os.stat(root)
     except OSError as exc:
@@ -181,7 +202,7 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
     while stack:
         directory, rules, ancestry = stack.pop()
         if use_gitignore:
-            lines = _read_gitignore(directory)
+            lines = _read_gitignore(directory, roots)
             if lines:
                 rules = rules.extended(directory, lines)
         try:
@@ -197,10 +218,16 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
                 is_dir = e.is_dir()  # follows symlinks
             except OSError:
                 is_dir = False
-            if e.is_symlink() and not os.path.exists(path):
-                if kind_of(e.name):
-                    problems.append((path, "unreadable", "broken symbolic link"))
-                continue
+            if e.is_symlink():
+                if not os.path.exists(path):
+                    if kind_of(e.name):
+                        problems.append((path, "unreadable", "broken symbolic link"))
+                    continue
+                if not within(os.path.realpath(path), roots):
+                    if (is_dir and e.name not in SKIP_DIRS) or kind_of(e.name):
+                        if not rules.ignored(path, is_dir):
+                            problems.append((path, "outside-link", OUTSIDE))
+                    continue
             if is_dir:
                 if e.name in SKIP_DIRS or rules.ignored(path, True):
                     continue

@@ -162,25 +162,20 @@ def unified_diff(old: str, new: str, path: str) -> str:
     return "".join(out)
 
 
-def _inside(child: str, parent: str) -> bool:
-    child, parent = os.path.realpath(child), os.path.realpath(parent)
-    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
-
-
 def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optional[str] = None,
                   exclude: Sequence[str] = (), annotate: bool = False, torch_npu_version=None,
                   use_gitignore: bool = True, progress=None, debug: bool = False) -> List[FileOutcome]:
     """Migrate Python files and notebooks under ``paths`` (see the module docstring for modes);
     ``progress(done, total)`` is called after each file. A bug met on one file becomes that file's
     ``error`` (``debug=True``: it propagates) and the run goes on."""
-    from ascend_compat.analysis.discover import discover
+    from ascend_compat.analysis.discover import discover, given_roots
 
     if write and output_dir:
         raise MigrateUsageError("--write and --output are exclusive")
     if output_dir:
         _check_output_dir(paths, output_dir, exclude)
     anchor = _anchor(paths)
-    real_roots = [os.path.realpath(p) for p in paths if os.path.exists(p)]
+    real_roots = given_roots(paths)
     targets, problems = discover(paths, exclude, use_gitignore)
     outcomes: List[FileOutcome] = []
     for path, kind, msg in problems:
@@ -212,11 +207,14 @@ def _migrate_one(t, out: FileOutcome, write: bool, dest: Optional[str], real_roo
         if dest:
             _copy(t.path, dest, out, done)
         return
-    # writes go to the file itself, never through a link out of the given paths; a symlink to
-    # a file inside them stays a symlink (its target is rewritten, once)
+    from ascend_compat.analysis.discover import OUTSIDE, within
+
+    # writes go to the file itself, never through a link out of the given paths (discover does not
+    # follow those; checked again here in case a link changed since); a symlink to a file inside
+    # them stays a symlink (its target is rewritten, once)
     target = os.path.realpath(t.path) if write else t.path
-    if write and not any(_inside(target, root) for root in real_roots):
-        out.error = "reached through a symbolic link out of the given paths: left untouched"
+    if write and not within(target, real_roots):
+        out.error = f"outside-link: {OUTSIDE}"
         return
     try:
         text, fmt = _read_source(t.path, t.kind)
@@ -262,13 +260,15 @@ def _anchor(paths: Sequence[str]) -> str:
 
 
 def _check_output_dir(paths: Sequence[str], output_dir: str, exclude: Sequence[str]) -> None:
+    from ascend_compat.analysis.discover import within
+
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise MigrateUsageError(f"--output {output_dir}: exists and is not a directory")
     if os.path.isdir(output_dir) and os.listdir(output_dir):
         raise MigrateUsageError(f"--output {output_dir}: the directory is not empty; migrate into a new or "
                                 "empty directory so nothing is overwritten")
     for root in paths:
-        if os.path.isdir(root) and _inside(output_dir, root):
+        if os.path.isdir(root) and within(os.path.realpath(output_dir), [os.path.realpath(root)]):
             rel = os.path.relpath(os.path.realpath(output_dir), os.path.realpath(root))
             from ascend_compat.analysis.discover import IgnoreRules
 
