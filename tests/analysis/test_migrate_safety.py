@@ -207,7 +207,7 @@ def test_a_file_that_cannot_be_written_is_reported(tmp_path, monkeypatch):
 
     from ascend_compat.analysis.migrate import apply
 
-    def full(path, data, mode=None):
+    def full(path, data, mode=None, **kw):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(apply, "write_bytes_atomic", full)
@@ -216,3 +216,45 @@ def test_a_file_that_cannot_be_written_is_reported(tmp_path, monkeypatch):
     assert out.error.startswith("cannot write") and "No space left" in out.error
     assert not out.changed and not out.changes
     assert (tmp_path / "t.py").read_text() == CUDA
+
+
+def test_a_killed_write_leaves_a_temporary_file_the_next_run_removes(tmp_path):
+    """SIGKILL at the worst moment of ``migrate --write`` (the temporary file written, not yet renamed)
+    leaves the original intact and one temporary file; a dry run names it, the next ``--write``
+    removes it, says so, and migrates the file; nothing else is left in the directory."""
+    import signal
+
+    f = tmp_path / "train.py"
+    f.write_text(CUDA)
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "os.replace = lambda a, b: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "from ascend_compat.cli import main\n"
+        "sys.exit(main(['migrate', '--write', sys.argv[1]]))\n"), str(f)],
+        capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
+    assert killed.returncode == -signal.SIGKILL
+    assert f.read_text() == CUDA
+    (temp,) = [p.name for p in tmp_path.iterdir() if p.name != "train.py"]
+    assert temp.startswith(".train.py.ascend-compat-") and temp.endswith(".tmp")
+    dry = cli("train.py", cwd=tmp_path)
+    assert temp in dry.stderr and (tmp_path / temp).exists()
+    again = cli("--write", "train.py", cwd=tmp_path)
+    assert again.returncode == 0 and "removed 1 temporary file(s) an interrupted run left" in again.stderr
+    assert temp in again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"] and ".npu()" in f.read_text()
+
+
+def test_sigterm_during_a_write_leaves_no_temporary_file(tmp_path):
+    """SIGTERM ends migrate --write through Python, so the write under way removes its temporary file."""
+    import signal
+
+    f = tmp_path / "train.py"
+    f.write_text(CUDA)
+    proc = subprocess.run([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "os.replace = lambda a, b: os.kill(os.getpid(), signal.SIGTERM)\n"
+        "from ascend_compat.cli import main\n"
+        "sys.exit(main(['migrate', '--write', sys.argv[1]]))\n"), str(f)],
+        capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"] and f.read_text() == CUDA

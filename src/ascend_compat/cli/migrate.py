@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 HELP = "rewrite CUDA-specific code for Ascend (prints a diff; --write or --output to apply)"
 
@@ -60,6 +62,10 @@ def _migrate(args, targets, migrate_paths):
                              debug=bool(getattr(args, "debug", False)))
 
 
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 _DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
 
 
@@ -87,6 +93,9 @@ def main(args) -> int:
                        "reinstall: pip install 'libcst>=1.1'", INTERNAL) from None
     if args.changes and not os.path.isdir(os.path.dirname(os.path.abspath(args.changes))):
         raise CliError(f"--changes {args.changes}: its directory does not exist", USAGE)
+    if (args.write or args.output) and threading.current_thread() is threading.main_thread():
+        # SIGTERM ends the run through Python, so a write under way removes its temporary file
+        signal.signal(signal.SIGTERM, _terminated)
     targets = _targets(args)
     try:
         outcomes = _migrate(args, targets, migrate_paths)
@@ -114,6 +123,15 @@ def main(args) -> int:
         for path, f in remaining:
             where = (f"cell {f.cell} " if f.cell is not None else "") + f"{f.line}"
             err.write(f"  {path}:{where}: [{f.rule}] {f.handling}: {f.suggestion}\n")
+    removed = [p for o in outcomes for p in o.leftovers_removed]
+    kept = [p for o in outcomes for p in o.leftovers_kept]
+    if removed:
+        err.write(f"removed {len(removed)} temporary file(s) an interrupted run left:\n")
+        err.writelines(f"  {p}\n" for p in removed)
+    if kept:
+        err.write(f"temporary file(s) of an unfinished write ({len(kept)}; migrate --write removes those "
+                  "whose process is gone, remove others by hand once no migrate runs):\n")
+        err.writelines(f"  {p}\n" for p in kept)
     if errors:
         err.write(f"left untouched ({len(errors)}):\n")
         for o in errors:

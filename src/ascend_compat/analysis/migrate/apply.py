@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence
 
 from ascend_compat.analysis.findings import Finding, internal_error
 from ascend_compat.analysis.migrate.transform import Change, MigrateError, check_round_trip, migrate_source
-from ascend_compat._files import write_bytes_atomic
+from ascend_compat._files import leftovers, remove_leftovers, write_bytes_atomic
 
 
 class MigrateUsageError(Exception):
@@ -47,6 +47,10 @@ class FileOutcome:
     remaining: List[Finding] = field(default_factory=list)
     error: Optional[str] = None
     written_to: Optional[str] = None
+    #: temporary files an interrupted write of this file left, removed by this run (``write``)
+    leftovers_removed: List[str] = field(default_factory=list)
+    #: such files found and kept: a dry run or ``--output`` writes nothing here; a write in progress
+    leftovers_kept: List[str] = field(default_factory=list)
 
 
 #: files larger than this are skipped with a message (libcst needs ~200 bytes of memory per byte)
@@ -181,11 +185,14 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
     for path, kind, msg in problems:
         outcomes.append(FileOutcome(path, error=f"{kind}: {msg}"))
     done = set()
+    found = _leftovers(targets, remove=write)
     for number, t in enumerate(targets, 1):
         if progress is not None:
             progress(number - 1, len(targets))
         out = FileOutcome(t.path)
         outcomes.append(out)
+        for item, removed in found.get(os.path.realpath(t.path), ()):
+            (out.leftovers_removed if removed else out.leftovers_kept).append(item.path)
         dest = os.path.join(output_dir, os.path.relpath(os.path.abspath(t.path), anchor)) if output_dir else None
         try:
             _migrate_one(t, out, write, dest, real_roots, done, torch_npu_version, annotate)
@@ -193,11 +200,33 @@ def migrate_paths(paths: Sequence[str], write: bool = False, output_dir: Optiona
             if debug:
                 raise
             out.error = internal_error(exc, "migrating")
+            if out.written_to is None:
+                out.changed, out.changes, out.diff = False, [], ""
     if output_dir:
         _copy_the_rest(paths, anchor, output_dir, done, exclude)
     if progress is not None:
         progress(len(targets), len(targets))
     return outcomes
+
+
+def _leftovers(targets, remove: bool) -> dict:
+    """{resolved file: [(Leftover, removed)]}: temporary files that interrupted writes of the
+    targets left next to them (found once per directory); removed when ``remove`` and stale."""
+    by_dir: dict = {}
+    for t in targets:
+        if t.kind in ("python", "notebook"):
+            real = os.path.realpath(t.path)
+            by_dir.setdefault(os.path.dirname(real), set()).add(os.path.basename(real))
+    found: dict = {}
+    for directory, names in by_dir.items():
+        if remove:
+            result = remove_leftovers(directory, names)
+            items = [(x, True) for x in result["removed"]] + [(x, False) for x in result["kept"]]
+        else:
+            items = [(x, False) for x in leftovers(directory, names)]
+        for item, removed in items:
+            found.setdefault(item.target, []).append((item, removed))
+    return found
 
 
 def _migrate_one(t, out: FileOutcome, write: bool, dest: Optional[str], real_roots, done: set,
@@ -232,7 +261,7 @@ def _migrate_one(t, out: FileOutcome, write: bool, dest: Optional[str], real_roo
     mode = stat.S_IMODE(os.stat(t.path).st_mode)
     try:
         if write and out.changed:
-            write_bytes_atomic(target, data, mode)
+            write_bytes_atomic(target, data, mode, clean=False)
             out.written_to = t.path
         elif dest:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
