@@ -168,14 +168,18 @@ def test_bounded_fuzz_of_real_scripts_is_idempotent_and_changes_only_rewritten_l
     assert n >= 50
 
 
-def test_a_file_libcst_does_not_reproduce_is_left_untouched():
+def test_a_statement_libcst_does_not_reproduce_is_left_untouched():
     """A backslash continuation on an otherwise empty line: libcst drops it, so positions and the text
-    would shift (found by the fuzz campaign: the first run changed nothing but the dropped line)."""
+    would shift (found by the fuzz campaign: the first run changed nothing but the dropped line).
+    Inside a statement to rewrite, the file is left untouched; between statements (libcst only ever
+    sees the statements it rewrites) the file is rewritten and the line kept as it was."""
     from ascend_compat.analysis.migrate import MigrateError, migrate_source
 
-    src = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
-    with pytest.raises(MigrateError, match="does not reproduce"):
-        migrate_source(src)
+    inside = 'import torch\ndef f(y):\n    x = 1\n\\\n    return y.cuda()\n'
+    with pytest.raises(MigrateError, match="does not reproduce this file exactly \\(from line 4\\)"):
+        migrate_source(inside)
+    between = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
+    assert migrate_source(between).code == '"""doc"""\n\\\nimport os\nimport torch\nimport torch_npu\nx = y.npu()\n'
 
 
 def test_a_bug_met_on_one_file_is_that_files_error(tmp_path, monkeypatch):

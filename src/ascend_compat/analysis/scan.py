@@ -33,6 +33,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
+from ascend_compat.analysis import limits
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
@@ -102,15 +103,19 @@ def _analyse_around_errors(path: str, text: str, opts) -> list:
             if index < 0 or lines[index] in ("\n", ""):
                 return []
             lines[index] = "\n"
-        except (ValueError, RecursionError, MemoryError):
+        except (ValueError, MemoryError):
             return []
     return []
 
 
 def _parse(text: str, what: str):
-    with warnings.catch_warnings():
+    """The syntax tree of user code; TooComplex where CPython's parser refuses its depth (see :mod:`limits`)."""
+    with warnings.catch_warnings(), limits.parser_limit():
         warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, what)
+        try:
+            return ast.parse(text, what)
+        except (RecursionError, MemoryError):  # "too complex" comes as a MemoryError without a message
+            raise limits.TooComplex(limits.TOO_COMPLEX_TO_PARSE) from None
 
 
 def _outside_strings(text: str, start: int, offsets: List[int]) -> List[int]:
@@ -379,8 +384,10 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
         supp[idx] = suppressions(src)
         try:
             analyzer.feed(_parse(code, f"{path} cell {idx}"))
-        except (SyntaxError, ValueError) as exc:
-            errors.append(f"cell {idx} line {getattr(exc, 'lineno', '?')}: syntax error: {getattr(exc, 'msg', exc)}")
+        except SyntaxError as exc:
+            errors.append(f"cell {idx} line {exc.lineno}: syntax error: {exc.msg}")
+        except ValueError as exc:  # NUL bytes, or limits.TooComplex
+            errors.append(f"cell {idx}: {exc}")
     findings = analyzer.finish()
     if errors:
         result.error = "; ".join(errors)
@@ -465,7 +472,15 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _analyse_bytes(path, kind, data, opts, result)
+        try:
+            _analyse_bytes(path, kind, data, opts, result)
+        except RecursionError:  # deeper than the visitors reach with the normal recursion limit
+            result = FileResult(path=path, kind=kind)
+            try:
+                limits.deep(_analyse_bytes, path, kind, data, opts, result)
+            except RecursionError:
+                result = FileResult(path=path, kind=kind, lines=result.lines, error_kind="too-complex",
+                                    error=limits.TOO_DEEP)
     except Exception as exc:  # a bug of ours: this file's error, and the run goes on
         if opts.debug:
             raise
@@ -510,7 +525,11 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
             return
         findings = _analyse_around_errors(path, text, opts)
         result.error += f"; analysed without the lines that do not parse ({len(findings)} finding(s) kept)"
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except limits.TooComplex as exc:
+        result.error_kind = "too-complex"
+        result.error = str(exc)
+        return
+    except (ValueError, MemoryError) as exc:
         result.error_kind = "parse-error"
         result.error = f"cannot parse: {type(exc).__name__}: {exc}"[:300]
         return

@@ -54,9 +54,11 @@ class Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, module: cst.Module, findings: Sequence[Finding], registry: Registry,
-                 version: Optional[str], path: str, cell: Optional[int] = None):
+                 version: Optional[str], path: str, cell: Optional[int] = None, line_offset: int = 0):
+        """``module`` may be one statement of the file: its line 1 is the file's ``line_offset + 1``."""
         super().__init__()
         self.module, self.reg, self.version, self.path, self.cell = module, registry, version, path, cell
+        self.line_offset = line_offset
         self.by_pos: Dict[Tuple[int, int], List[Finding]] = {}
         self.by_line: Dict[Tuple[int, str], List[Finding]] = {}
         for f in findings:
@@ -72,7 +74,7 @@ class Rewriter(cst.CSTTransformer):
     # ------------------------------------------------------------------ plumbing
     def _pos(self, node) -> Tuple[int, int]:
         p = self.get_metadata(PositionProvider, node).start
-        return p.line, p.column
+        return p.line + self.line_offset, p.column
 
     def _take(self, pos, rules) -> Optional[Finding]:
         for f in self.by_pos.get(pos, ()):
