@@ -12,7 +12,7 @@ real command line (``ascend_compat.cli.main``) on it: ``check --format json TREE
 * hang: a case took longer than ``--per-case`` seconds (30);
 * traceback: a command printed a traceback, said "internal error", or exited with a code other
   than 0/1 (check) or 0/1 (migrate);
-* outside: a file outside the tree changed, appeared or disappeared;
+* outside: a file outside the tree changed, appeared or disappeared, or was reported (read);
 * stray: a file appeared in the tree (a leftover temporary file, a copy);
 * nonidempotent: the second ``migrate --write`` changed a file again;
 * unreported: a migrated Python file changed beyond the rewrites migrate reported (the oracle of
@@ -24,7 +24,9 @@ files (this repository's CUDA scripts and examples, and every ``--corpus`` direc
 nested and huge expressions (brackets, operator, attribute, call, subscript, lambda, conditional,
 string and boolean chains, deep blocks, from tens to tens of thousands deep or long); byte-level
 damage (NULs, invalid UTF-8, cookies, truncation, long lines); notebooks with the wrong types
-(cells or sources that are not lists or text, deep JSON, not JSON). Prints the counts per family
+(cells or sources that are not lists or text, deep JSON, not JSON); and "killed": a ``migrate
+--write`` of a large file SIGKILLed at a random moment first (the file must be whole, old or new, and
+the following run must leave no temporary file). Prints the counts per family
 and one line per failure; failing cases are kept under ``--keep``.
 """
 from __future__ import annotations
@@ -34,7 +36,6 @@ import hashlib
 import importlib.util
 import io
 import json
-import multiprocessing as mp
 import os
 import random
 import shutil
@@ -138,8 +139,22 @@ def _notebook(rng: random.Random, code: str) -> bytes:
     return json.dumps(nb).encode()
 
 
+def _parses(text: str) -> bool:
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+
 def cases(rng: random.Random, reals, generated):
     """Endless (family, [(relative path, bytes)]) cases."""
+    whole = [text for _, text in reals if "cuda" in text and _parses(text)] or [reals[0][1]]
     while True:
         r = rng.random()
         if r < 0.25 and generated:
@@ -158,18 +173,26 @@ def cases(rng: random.Random, reals, generated):
             yield "mutated", files
         elif r < 0.75:
             yield "nested", [("case.py", _nested(rng).encode())]
-        elif r < 0.88:
+        elif r < 0.86:
             yield "damaged", [("case.py", _damaged(rng.choice(reals)[1], rng))]
-        else:
+        elif r < 0.97:
             yield "notebook", [("case.ipynb", _notebook(rng, rng.choice(reals)[1][:4000]))]
+        else:  # a migrate --write killed at a random moment first (run_case does it)
+            text, size = [], rng.choice((50_000, 150_000, 250_000))
+            while sum(map(len, text)) < size:
+                text.append(rng.choice(whole))
+            yield "killed", [("case.py", "\n".join(text).encode("utf-8"))]
 
 
 # ------------------------------------------------------------------ the worker
-def _worker(conn) -> None:
-    """Run the commands of each case it is sent; answer with what they printed and returned, and the
-    changes a dry run of migrate reports per file (for the oracle)."""
+def _worker(answer_fd: int) -> None:
+    """Worker mode (``--worker FD``): for each tree path read from stdin, run the commands and write
+    one JSON line to FD: what they printed and returned, and the changes a dry run of migrate reports
+    per file (for the oracle)."""
     from ascend_compat.analysis.migrate.apply import migrate_paths
     from ascend_compat.cli import main
+
+    answers = os.fdopen(answer_fd, "w", buffering=1)
 
     def run(argv):
         out, err = io.StringIO(), io.StringIO()
@@ -185,56 +208,70 @@ def _worker(conn) -> None:
                 code = 99
         return code, out.getvalue()[-20000:], err.getvalue()[-20000:]
 
-    while True:
-        tree = conn.recv()
-        if tree is None:
-            return
+    for line in sys.stdin:
+        tree = line.rstrip("\n")
         results = [run(["check", "--format", "json", "--jobs", "1", tree])]
         try:
             reported = {o.path: [(c.line, c.before, c.after) for c in o.changes] for o in migrate_paths([tree])}
         except BaseException as exc:  # noqa: BLE001
             reported = {"<error>": [(0, type(exc).__name__, str(exc)[:300])]}
         results += [run(["migrate", "--write", tree]), run(["migrate", "--write", tree])]
-        conn.send((results, reported))
+        answers.write(json.dumps([results, reported]) + "\n")
 
 
 class Runner:
-    """A worker process, restarted when it dies or hangs."""
+    """A worker process (this file with ``--worker``), restarted when it dies or hangs."""
 
     def __init__(self):
-        self.ctx = mp.get_context("spawn")
         self.proc = None
 
     def _start(self):
-        self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker, args=(child,), daemon=True)
-        self.proc.start()
+        import subprocess
+
+        r, w = os.pipe()
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", str(w)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     pass_fds=(w,), text=True)
+        os.close(w)
+        self.answers = os.fdopen(r, "r")
+
+    def _stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.answers.close()
+            self.proc = None
 
     def run(self, tree: str, limit: float):
-        """('ok', results) | ('hang', seconds) | ('signal', exit code)."""
-        if self.proc is None or not self.proc.is_alive():
+        """('ok', answer, seconds) | ('hang', None, seconds) | ('signal', exit status, seconds)."""
+        import select
+
+        if self.proc is None or self.proc.poll() is not None:
+            self._stop()
             self._start()
         t0 = time.monotonic()
-        self.conn.send(tree)
-        if self.conn.poll(limit):
-            try:
-                return "ok", self.conn.recv(), time.monotonic() - t0
-            except EOFError:
-                pass
-        else:
-            self.proc.kill()
-            self.proc.join()
-            self.proc = None
+        self.proc.stdin.write(tree + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.answers], [], [], limit)
+        if not ready:
+            self._stop()
             return "hang", None, time.monotonic() - t0
-        self.proc.join(5)
-        code = self.proc.exitcode
+        line = self.answers.readline()
+        if line:
+            return "ok", json.loads(line), time.monotonic() - t0
+        code = self.proc.wait()
+        self.answers.close()
         self.proc = None
         return "signal", code, time.monotonic() - t0
 
     def close(self):
-        if self.proc is not None and self.proc.is_alive():
-            self.conn.send(None)
-            self.proc.join(10)
+        if self.proc is not None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except Exception:  # noqa: BLE001
+                self.proc.kill()
+            self.answers.close()
 
 
 # ------------------------------------------------------------------ one case
@@ -251,6 +288,20 @@ def _snapshot(root: str) -> dict:
     return out
 
 
+def _kill_a_write(tree: str, files, number: int) -> bytes:
+    """Run ``migrate --write`` on the tree and SIGKILL it at a random moment; the file as it left it."""
+    import signal
+    import subprocess
+
+    rng = random.Random(number)
+    proc = subprocess.Popen([sys.executable, "-m", "ascend_compat", "migrate", "-q", "--write", tree],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(rng.uniform(0.3, 6.0))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return Path(tree, files[0][0]).read_bytes()
+
+
 def _judge(kind, results, files, tree, outside, outside_before, before_tree) -> tuple:
     """(verdict, detail) of one finished case."""
     (c_code, c_out, c_err), (m_code, m_out, m_err), (m2_code, m2_out, m2_err) = results
@@ -261,6 +312,9 @@ def _judge(kind, results, files, tree, outside, outside_before, before_tree) -> 
             return "traceback", f"{name} exit {code}: {lines[-1][:300] if lines else ''}"
     if _snapshot(outside) != outside_before:
         return "outside", "a file outside the tree changed"
+    through = os.path.join(tree, "up") + os.sep  # the link out of the tree: nothing behind it is read
+    if any(through in text for text in (c_out, c_err, m_out, m_err)):
+        return "outside", "a file outside the tree was read and reported (through up -> ..)"
     after = _snapshot(tree)
     if set(after) != set(before_tree):
         return "stray", f"files appeared or vanished: {sorted(set(after) ^ set(before_tree))[:5]}"
@@ -286,6 +340,7 @@ def run_case(runner: Runner, work: str, files, per_case: float, keep: str | None
         p.write_bytes(data)
     outside_before = _snapshot(outside)
     before_tree = _snapshot(tree)
+    interrupted = _kill_a_write(tree, files, number) if family == "killed" else None
     status, answer, secs = runner.run(tree, per_case)
     if status == "hang":
         verdict, detail = "hang", f"{secs:.0f} s"
@@ -297,8 +352,10 @@ def run_case(runner: Runner, work: str, files, per_case: float, keep: str | None
         if "<error>" in reported:
             verdict, detail = "traceback", "migrate_paths raised: " + " ".join(map(str, reported["<error>"][0]))
         for rel, data in files:
-            if verdict == "ok" and rel.endswith(".py"):
+            if verdict == "ok" and rel.endswith(".py") and interrupted is None:
                 verdict, detail = _oracle(data, Path(tree, rel), reported.get(os.path.join(tree, rel), []))
+        if verdict == "ok" and interrupted is not None and interrupted not in (files[0][1], Path(tree, "case.py").read_bytes()):
+            verdict, detail = "unreported", "a killed migrate --write left the file neither old nor new"
     if verdict not in ("ok",) and keep:
         dest = Path(keep, f"case{number}_{verdict}")
         dest.mkdir(parents=True, exist_ok=True)
@@ -344,7 +401,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", action="append", default=[], help="more real .py files to mutate (a directory)")
     ap.add_argument("--keep", help="copy failing cases into this directory")
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.worker is not None:
+        _worker(a.worker)
+        return 0
     rng = random.Random(a.seed)
     reals = fuzz_migrate._real_files(a.corpus)
     generated = fuzz_migrate.generated(rng, a.generated) if a.generated else []
