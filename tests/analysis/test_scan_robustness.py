@@ -161,3 +161,33 @@ def test_a_bug_met_on_one_file_is_that_files_error(tmp_path, monkeypatch):
     from ascend_compat.cli import main
 
     assert main(["check", "--format", "concise", "--jobs", "1", str(tmp_path)]) == 0
+
+
+def test_a_worker_process_that_dies_does_not_stall_the_run(tmp_path):
+    """A worker killed mid-file (here by SIGKILL, as the kernel does when memory runs out) used to
+    leave check waiting forever; now the files it left are analysed again one process each, and the
+    file that kills its process again is reported with how it died."""
+    from subproc import run_python
+
+    for i in range(24):
+        (tmp_path / f"f{i:02d}.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (tmp_path / "f07.py").write_text("import torch\nkill_me = 1\n")
+    proc = run_python(f"""
+        import os, signal
+        from ascend_compat.analysis import scan
+        real = scan.scan_file
+
+        def dying(path, kind="python", opts=None):
+            if path.endswith("f07.py"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(path, kind, opts)
+
+        scan.scan_file = dying  # the forked workers inherit it
+        res = {{os.path.basename(r.path): r for r in scan.scan_paths([{str(tmp_path)!r}], jobs=2).files}}
+        print(res["f07.py"].error_kind, "|", res["f07.py"].error)
+        print(sum(1 for r in res.values() if r.findings))
+    """, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, second = proc.stdout.splitlines()[-2:]
+    assert first.startswith("internal-error | the process analysing this file died (signal SIGKILL")
+    assert second == "23"

@@ -739,14 +739,17 @@ def _init_worker(opts: ScanOptions) -> None:
     _WORKER_OPTS = opts
 
 
-def _work(item: Tuple[int, str, str]) -> Tuple[int, FileResult]:
-    idx, path, kind = item
-    return idx, scan_file(path, kind, _WORKER_OPTS)
+def _work(items: List[Tuple[int, str, str]]) -> List[Tuple[int, FileResult]]:
+    return [(idx, scan_file(path, kind, _WORKER_OPTS)) for idx, path, kind in items]
 
 
 def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, jobs: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None) -> List[FileResult]:
-    """Analyse targets, in parallel when worthwhile; results in target order."""
+    """Analyse targets, in parallel when worthwhile; results in target order.
+
+    A worker process that dies (killed by the kernel for memory, or a signal) never stalls the run:
+    the files it left are analysed again one process each, and a file that kills its process again
+    gets that as its error."""
     opts = opts or ScanOptions()
     n = len(targets)
     jobs = jobs or os.cpu_count() or 1
@@ -759,16 +762,58 @@ def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, 
                 progress(k + 1, n)
         return out  # type: ignore[return-value]
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
     chunk = max(1, min(32, n // (jobs * 8)))
-    with ctx.Pool(jobs, initializer=_init_worker, initargs=(opts,)) as pool:
-        for k, (i, res) in enumerate(pool.imap_unordered(_work, items, chunksize=chunk)):
-            out[i] = res
+    done = 0
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(opts,)) as pool:
+        futures = [pool.submit(_work, items[i:i + chunk]) for i in range(0, n, chunk)]
+        try:
+            for fut in as_completed(futures):
+                for i, res in fut.result():
+                    out[i] = res
+                    done += 1
+                    if progress:
+                        progress(done, n)
+        except BrokenProcessPool:
+            pass  # the files without a result are analysed one by one below
+    for i, p, kind in items:
+        if out[i] is None:
+            out[i] = _isolated(ctx, p, kind, opts)
+            done += 1
             if progress:
-                progress(k + 1, n)
+                progress(done, n)
     return out  # type: ignore[return-value]
+
+
+def _to_pipe(conn, path: str, kind: str, opts: ScanOptions) -> None:
+    conn.send(scan_file(path, kind, opts))
+    conn.close()
+
+
+def _isolated(ctx, path: str, kind: str, opts: ScanOptions) -> FileResult:
+    """scan_file in a process of its own; an error result naming how it died if it does."""
+    import signal
+
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_to_pipe, args=(send, path, kind, opts), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        return receive.recv()
+    except EOFError:
+        proc.join()
+        code = proc.exitcode or 0
+        how = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.Signals._value2member_map_ \
+            else f"exit status {code}"
+        return FileResult(path=path, kind=kind, error_kind="internal-error",
+                          error=f"the process analysing this file died ({how}; out of memory?): not analysed")
+    finally:
+        proc.join()
+        receive.close()
 
 
 def scan_paths(paths: Sequence[str], exclude: Sequence[str] = (), opts: Optional[ScanOptions] = None,
