@@ -9,7 +9,7 @@ real command line (``ascend_compat.cli.main``) on it: ``check --format json TREE
 (killing and restarting the worker) and sees a worker that dies. Counted per case:
 
 * signal: the worker died (SIGSEGV, SIGKILL by the kernel...) while on the case;
-* hang: a case took longer than ``--per-case`` seconds (30);
+* hang: one command of the case took longer than ``--per-case`` seconds (30), or the case 4 times that;
 * traceback: a command printed a traceback, said "internal error", or exited with a code other
   than 0/1 (check) or 0/1 (migrate);
 * outside: a file outside the tree changed, appeared or disappeared, or was reported (read);
@@ -196,6 +196,7 @@ def _worker(answer_fd: int) -> None:
 
     def run(argv):
         out, err = io.StringIO(), io.StringIO()
+        t0 = time.monotonic()
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 code = main(argv)
@@ -206,15 +207,17 @@ def _worker(answer_fd: int) -> None:
 
                 err.write("Traceback (escaped main)\n" + "".join(traceback.format_exception(exc)))
                 code = 99
-        return code, out.getvalue()[-20000:], err.getvalue()[-20000:]
+        return code, out.getvalue()[-20000:], err.getvalue()[-20000:], time.monotonic() - t0
 
     for line in sys.stdin:
         tree = line.rstrip("\n")
         results = [run(["check", "--format", "json", "--jobs", "1", tree])]
+        t0 = time.monotonic()
         try:
             reported = {o.path: [(c.line, c.before, c.after) for c in o.changes] for o in migrate_paths([tree])}
         except BaseException as exc:  # noqa: BLE001
             reported = {"<error>": [(0, type(exc).__name__, str(exc)[:300])]}
+        reported["<seconds>"] = time.monotonic() - t0
         results += [run(["migrate", "--write", tree]), run(["migrate", "--write", tree])]
         answers.write(json.dumps([results, reported]) + "\n")
 
@@ -304,7 +307,7 @@ def _kill_a_write(tree: str, files, number: int) -> bytes:
 
 def _judge(kind, results, files, tree, outside, outside_before, before_tree) -> tuple:
     """(verdict, detail) of one finished case."""
-    (c_code, c_out, c_err), (m_code, m_out, m_err), (m2_code, m2_out, m2_err) = results
+    (c_code, c_out, c_err, _), (m_code, m_out, m_err, _), (m2_code, m2_out, m2_err, _) = results
     for name, code, out, err in (("check", c_code, c_out, c_err), ("migrate", m_code, m_out, m_err),
                                  ("migrate again", m2_code, m2_out, m2_err)):
         if code not in (0, 1) or "Traceback" in out + err or "internal error" in out + err:
@@ -341,14 +344,18 @@ def run_case(runner: Runner, work: str, files, per_case: float, keep: str | None
     outside_before = _snapshot(outside)
     before_tree = _snapshot(tree)
     interrupted = _kill_a_write(tree, files, number) if family == "killed" else None
-    status, answer, secs = runner.run(tree, per_case)
+    status, answer, secs = runner.run(tree, 4 * per_case)  # four commands, each allowed per_case
     if status == "hang":
-        verdict, detail = "hang", f"{secs:.0f} s"
+        verdict, detail = "hang", f"{secs:.0f} s for the case"
     elif status == "signal":
         verdict, detail = "signal", f"worker exit code {answer}"
     else:
         results, reported = answer
+        times = [r[3] for r in results] + [reported.pop("<seconds>")]
+        secs = max(times)
         verdict, detail = _judge(family, results, files, tree, outside, outside_before, before_tree)
+        if secs > per_case:
+            verdict, detail = "hang", f"a command took {secs:.0f} s"
         if "<error>" in reported:
             verdict, detail = "traceback", "migrate_paths raised: " + " ".join(map(str, reported["<error>"][0]))
         for rel, data in files:
@@ -396,7 +403,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--seconds", type=float, default=600, help="stop after this many seconds (default 600)")
     ap.add_argument("--cases", type=int, default=10 ** 9, help="stop after this many cases")
-    ap.add_argument("--per-case", type=float, default=30, help="a case taking longer is a hang (default 30)")
+    ap.add_argument("--per-case", type=float, default=30,
+                    help="a command of a case taking longer is a hang (default 30)")
     ap.add_argument("--generated", type=int, default=200, help="hypothesmith programs to draw (default 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--corpus", action="append", default=[], help="more real .py files to mutate (a directory)")
@@ -429,7 +437,7 @@ def main(argv=None) -> int:
     finally:
         runner.close()
     total = sum(sum(v.values()) for v in counts.values())
-    print(f"cases {total} in {time.monotonic() - t0:.0f} s; slowest {slowest[0]:.1f} s ({slowest[1]})")
+    print(f"cases {total} in {time.monotonic() - t0:.0f} s; slowest command {slowest[0]:.1f} s ({slowest[1]})")
     for family in sorted(counts):
         print(f"  {family:10} " + "  ".join(f"{k} {v}" for k, v in sorted(counts[family].items())))
     for number, family, verdict, detail in failures[:50]:

@@ -35,20 +35,20 @@ def test_the_judge_sees_each_kind_of_failure(tmp_path):
     (tree / "a.py").write_text("x = 1\n")
     (outside / "s.py").write_text("y = 2\n")
     before_tree, before_out = fuzz._snapshot(str(tree)), fuzz._snapshot(str(outside))
-    ok = (0, "{}", "")
-    clean = (0, "", "ascend-compat migrate: rewrote 0 file(s), 0 change(s)\n")
+    ok = (0, "{}", "", 0.1)
+    clean = (0, "", "ascend-compat migrate: rewrote 0 file(s), 0 change(s)\n", 0.1)
 
     def judge(results):
         return fuzz._judge("x", results, [], str(tree), str(outside), before_out, before_tree)[0]
 
     assert judge([ok, clean, clean]) == "ok"
-    assert judge([(4, "", "internal error: boom"), clean, clean]) == "traceback"
-    assert judge([ok, (0, "", "Traceback (most recent call last):"), clean]) == "traceback"
-    assert judge([ok, clean, (0, "", "ascend-compat migrate: rewrote 1 file(s), 1 change(s)\n")]) == "nonidempotent"
+    assert judge([(4, "", "internal error: boom", 0.1), clean, clean]) == "traceback"
+    assert judge([ok, (0, "", "Traceback (most recent call last):", 0.1), clean]) == "traceback"
+    assert judge([ok, clean, (0, "", "ascend-compat migrate: rewrote 1 file(s), 1 change(s)\n", 0.1)]) == "nonidempotent"
     (tree / ".a.py.ascend-compat-1-x.tmp").write_text("")
     assert judge([ok, clean, clean]) == "stray"
     (tree / ".a.py.ascend-compat-1-x.tmp").unlink()
-    assert judge([(0, f'{{"path": "{tree / "up" / "outside" / "s.py"}"}}', ""), clean, clean]) == "outside"
+    assert judge([(0, f'{{"path": "{tree / "up" / "outside" / "s.py"}"}}', "", 0.1), clean, clean]) == "outside"
     (outside / "s.py").write_text("y = 3\n")
     assert judge([ok, clean, clean]) == "outside"
     (tree / "a.py").write_text("x = 2\n")

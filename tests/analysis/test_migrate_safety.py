@@ -262,3 +262,16 @@ def test_sigterm_during_a_write_leaves_no_temporary_file(tmp_path):
         capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
     assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"] and f.read_text() == CUDA
+
+
+def test_a_change_is_reported_at_the_line_it_changes():
+    """A receiver spanning lines ("foo(\\n  a,\\n).cuda()"): the change is reported at the line of
+    .cuda(, where the text changes, not where the expression starts (found by the fuzz campaign on
+    pytorch/examples: the oracle saw a line change that no reported change named)."""
+    from ascend_compat.analysis.migrate import migrate_source
+
+    src = "import torch\nm = torch.nn.Sequential(\n    torch.nn.ReLU(),\n).cuda()\nok = (m\n      .is_cuda)\n"
+    r = migrate_source(src)
+    lines = src.splitlines()  # changes count the lines of the file migrated
+    by_rule = {c.rule: c.line for c in r.changes}
+    assert lines[by_rule["cuda-method"] - 1] == ").cuda()" and lines[by_rule["is-cuda"] - 1].strip() == ".is_cuda)"

@@ -126,7 +126,8 @@ class Rewriter(cst.CSTTransformer):
             f = self._take(self._pos(orig), self.reg.rewrite_method)
             if f is not None and func.attr.value == self.reg.rewrite_method[f.rule][0]:
                 new_name = self.reg.rewrite_method[f.rule][1]
-                self._record(f, f".{func.attr.value}(", f".{new_name}(")
+                # the line of the name rewritten (a receiver may span lines: "foo(\n...\n).cuda()")
+                self._record(f, f".{func.attr.value}(", f".{new_name}(", self._pos(orig.func.attr)[0])
                 return upd.with_changes(func=func.with_changes(attr=cst.Name(new_name)))
         return upd
 
@@ -143,7 +144,7 @@ class Rewriter(cst.CSTTransformer):
         f = self._take(self._pos(orig), self.reg.rewrite_attr)
         if f is not None and id(f) not in self.done and upd.attr.value == self.reg.rewrite_attr[f.rule][0]:
             new = upd.with_changes(attr=cst.Name(self.reg.rewrite_attr[f.rule][1]))
-            self._record(f, self._code(orig), self._code(new))
+            self._record(f, self._code(orig), self._code(new), self._pos(orig.attr)[0])
             return new
         f = self._targets.get(id(orig))
         if f is None:
