@@ -269,11 +269,12 @@ class Runner:
 
     def close(self):
         if self.proc is not None:
-            self.proc.stdin.close()
             try:
+                self.proc.stdin.close()
                 self.proc.wait(10)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - a worker already gone, or stuck
                 self.proc.kill()
+                self.proc.wait()
             self.answers.close()
 
 
@@ -422,6 +423,12 @@ def main(argv=None) -> int:
     failures = []
     slowest = (0.0, "")
     runner = Runner()
+    import signal
+
+    def stop(signum, frame):  # timeout(1) and Ctrl-C: end the campaign with its summary
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         with tempfile.TemporaryDirectory(prefix="ascend-compat-fuzz-") as work:
             for number, (family, files) in enumerate(cases(rng, reals, generated)):
@@ -434,6 +441,12 @@ def main(argv=None) -> int:
                 slowest = max(slowest, (secs, f"case{number} ({family})"))
                 if verdict != "ok":
                     failures.append((number, family, verdict, detail))
+                    print(f"FAIL case{number} ({family}): {verdict} {detail}", file=sys.stderr, flush=True)
+                if number % 100 == 99:
+                    print(f"{number + 1} cases, {len(failures)} failing, {time.monotonic() - t0:.0f} s",
+                          file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
     finally:
         runner.close()
     total = sum(sum(v.values()) for v in counts.values())

@@ -1,4 +1,4 @@
-"""check on large files: analysed window by window (scan._Stream), with the findings of a whole-file
+"""check on large files: analysed window by window (analysis/stream.py), with the findings of a whole-file
 analysis, and memory that follows the window, not the file (the bound is in docs/check_and_migrate.md)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ascend_compat.analysis import scan
+from ascend_compat.analysis import scan, stream
 from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 from subproc import REPO, clean_env
 
@@ -25,8 +25,8 @@ def _full(path: str, text: str):
 @pytest.fixture
 def tiny_windows(monkeypatch):
     """Every file streamed, in windows of 300 bytes (classes over that split into members)."""
-    monkeypatch.setattr(scan, "STREAM_BYTES", 0)
-    monkeypatch.setattr(scan, "WINDOW_BYTES", 300)
+    monkeypatch.setattr(stream, "STREAM_BYTES", 0)
+    monkeypatch.setattr(stream, "WINDOW_BYTES", 300)
 
 
 @pytest.mark.parametrize("path", _torch_files(40))
@@ -86,7 +86,7 @@ def test_a_syntax_error_or_an_oversized_statement_costs_only_itself(tiny_windows
     r = scan.scan_file(str(f))
     assert r.error_kind == "parse-error" and r.error.startswith("syntax error at line 27")
     assert len(r.findings) == 2 * len(scan.scan_file(str(once)).findings)
-    monkeypatch.setattr(scan, "MAX_STATEMENT_BYTES", 400)
+    monkeypatch.setattr(stream, "MAX_STATEMENT_BYTES", 400)
     big = tmp_path / "big.py"
     big.write_text("import torch\na = torch.zeros(1).cuda()\ndata = [\n" + '    "cuda",\n' * 100 + "]\n"
                    "b = torch.zeros(1).cuda()\n")

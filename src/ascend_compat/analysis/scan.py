@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis import limits
+from ascend_compat.analysis import stream as _stream
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
@@ -223,7 +224,7 @@ def _name_positions(text: str, names) -> List[int]:
 
 def _analyse_python(path: str, text: str, opts: ScanOptions, stream_over: Optional[int] = None):
     """Findings for Python source; SyntaxError propagates (only from a whole-file parse), or
-    PartialAnalysis when a text of over ``stream_over`` characters (default :data:`STREAM_BYTES`)
+    PartialAnalysis when a text of over ``stream_over`` characters (default ``stream.STREAM_BYTES``)
     analysed in windows had statements that do not parse."""
     from ascend_compat.analysis.visitor import PyAnalyzer
 
@@ -231,9 +232,9 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, stream_over: Option
     if not relevant:
         return []
     total_lines = text.count("\n") + 1
-    streaming = len(text) > (STREAM_BYTES if stream_over is None else stream_over)
+    streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
     spans = _chunks(text) if total_lines > 200 or streaming else [(0, len(text))]
-    stream = _Stream(path, text, spans) if streaming else None
+    stream = _stream.Stream(path, text, spans, _parse, _members, MAX_BLANKED_LINES) if streaming else None
     seeds: set = set()
     trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
@@ -255,142 +256,12 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, stream_over: Option
                 stream.feed(analyzer, None)
             else:
                 analyzer.feed(_parse(text, path))
-            return _streamed(stream, analyzer.finish())
+            return _stream.finished(stream, analyzer.finish())
         new = analyzer.dynamic_names - seeds
         if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
-            return _streamed(stream, analyzer.finish())
+            return _stream.finished(stream, analyzer.finish())
         seeds |= new
-    return _streamed(stream, analyzer.finish())
-
-
-# ------------------------------------------------------------------------------ large files
-#: Python text larger than this is analysed in windows (:class:`_Stream`), so that check's memory
-#: follows the window and not the file (a syntax tree takes about 140 bytes per byte of source)
-STREAM_BYTES = 2 << 20
-#: source parsed at once in a window (statements are never cut: a larger statement is its own window)
-WINDOW_BYTES = 256 << 10
-#: a statement (or class member) larger than this is not parsed in a window: the file is analysed
-#: without it and says so (the largest statements of torch, transformers and DeepSpeed are < 700 KB)
-MAX_STATEMENT_BYTES = 2 << 20
-#: windows that fail to parse are widened or reparsed; all parsing stops at this many times the text
-PARSE_BUDGET = 3
-
-
-class PartialAnalysis(SyntaxError):
-    """Some statements of a large file could not be analysed: ``findings`` are those of the rest,
-    ``kind`` says why (``parse-error`` or ``too-complex``)."""
-
-    def __init__(self, message: str, lineno: int, kind: str, findings: list):
-        super().__init__(message)
-        self.msg, self.lineno, self.kind, self.findings = message, lineno, kind, findings
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} KB"
-
-
-def _streamed(stream, findings: list) -> list:
-    if stream is not None and stream.problem is not None:
-        kind, line, message = stream.problem
-        raise PartialAnalysis(message, line, kind, findings)
-    return findings
-
-
-class _Stream:
-    """A large file analysed window by window: each window, a run of whole top-level statements (or
-    members of a large class, parsed inside ``if 1:`` so positions stay the file's) of up to
-    ``WINDOW_BYTES``, is parsed, fed to the analyzer and dropped; a window holding no trigger word
-    is not parsed at all. The statement boundaries come from :func:`_chunks` (a line starting at
-    column 0); a window that does not parse (a boundary that was none, or a syntax error) is
-    widened over the neighbouring statements not fed yet, then has the lines Python reports blanked
-    (as :func:`_analyse_around_errors` does), within ``PARSE_BUDGET``. What is never parsed is
-    recorded in :attr:`problem` (the first such problem) and the analysis goes on."""
-
-    def __init__(self, path: str, text: str, spans: List[Tuple[int, int]]):
-        self.path, self.text = path, text
-        cuts: List[Tuple[int, bool]] = []
-        for a, b in spans:
-            cuts.append((a, False))
-            members = _members(text, a, b) if b - a > WINDOW_BYTES else None
-            cuts.extend((m, True) for m, _ in (members or [])[1:])
-        self.starts = [c for c, _ in cuts]
-        self.inside = [i for _, i in cuts]  # the cut is a class member: parsed inside "if 1:"
-        self.ends = self.starts[1:] + [len(text)]
-        self.lines = _lines_of_all(text, self.starts)
-        self.problem: Optional[Tuple[str, int, str]] = None
-
-    def feed(self, analyzer, positions: Optional[List[int]]) -> None:
-        """Feed ``analyzer`` every window holding one of ``positions`` (None: every window)."""
-        n, k, fed = len(self.starts), 0, 0  # fed: cuts before it were parsed (no widening back there)
-        self.budget = PARSE_BUDGET * len(self.text) + MAX_STATEMENT_BYTES
-        while k < n:
-            m = k + 1
-            while m < n and self.ends[m] - self.starts[k] <= WINDOW_BYTES:
-                m += 1
-            a, b = self.starts[k], self.ends[m - 1]
-            if positions is not None and bisect.bisect_left(positions, a) == bisect.bisect_left(positions, b):
-                analyzer.skipped.append((self.lines[k], self._last_line(m)))
-                k = m
-                continue
-            k, m = self._parse_window(analyzer, max(fed, 0), k, m)
-            fed = k = m
-
-    def _last_line(self, m: int) -> int:
-        return self.lines[m] - 1 if m < len(self.lines) else self.text.count("\n", self.starts[-1]) + self.lines[-1]
-
-    def _parse_window(self, analyzer, fed: int, k: int, m: int) -> Tuple[int, int]:
-        """Parse cuts [k, m) (widened if need be) into ``analyzer``; the range of cuts consumed."""
-        blanked: set = set()
-        step = 1
-        while True:
-            size = self.ends[m - 1] - self.starts[k]
-            if size > MAX_STATEMENT_BYTES:
-                self._note("too-complex", self.lines[k], f"the statement at line {self.lines[k]} is "
-                           f"{_size(size)}, over the {_size(MAX_STATEMENT_BYTES)} one statement may have")
-                return k, m
-            if self.budget < size:
-                self._note("parse-error", self.lines[k], f"lines {self.lines[k]}-{self._last_line(m)} do not parse")
-                return k, m
-            self.budget -= size
-            try:
-                tree = _parse(self._source(k, m, blanked), self.path)
-            except limits.TooComplex as exc:
-                self._note("too-complex", self.lines[k], f"at line {self.lines[k]}: {exc}")
-                return k, m
-            except (SyntaxError, ValueError) as exc:
-                line = getattr(exc, "lineno", None) or self.lines[k]
-                wk, wm = max(fed, k - step), min(len(self.starts), m + step)
-                if (wk, wm) != (k, m) and not blanked and self.ends[wm - 1] - self.starts[wk] <= MAX_STATEMENT_BYTES:
-                    k, m = wk, wm
-                    step *= 2
-                    continue
-                if self.lines[k] <= line <= self._last_line(m) and len(blanked) < MAX_BLANKED_LINES \
-                        and line not in blanked:
-                    self._note("parse-error", line, f"syntax error at line {line}: {getattr(exc, 'msg', exc)}")
-                    blanked.add(line)
-                    continue
-                self._note("parse-error", line, f"syntax error at line {line}: {getattr(exc, 'msg', exc)}")
-                return k, m
-            analyzer.feed(tree)
-            return k, m
-
-    def _source(self, k: int, m: int, blanked: set) -> str:
-        """Cuts [k, m) as a module whose line numbers are the file's."""
-        line = self.lines[k]
-        body = self.text[self.starts[k]:self.ends[m - 1]]
-        if blanked:
-            rows = body.split("\n")
-            for ln in blanked:
-                if 0 <= ln - line < len(rows):
-                    rows[ln - line] = ""
-            body = "\n".join(rows)
-        if self.inside[k]:
-            return "\n" * (line - 2) + "if 1:\n" + body
-        return "\n" * (line - 1) + body
-
-    def _note(self, kind: str, line: int, message: str) -> None:
-        if self.problem is None:
-            self.problem = (kind, line, message)
+    return _stream.finished(stream, analyzer.finish())
 
 
 def _touches(spans: List[Tuple[int, int]], lines: List[int]) -> bool:
@@ -657,7 +528,7 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
             return
         else:
             findings = _other_kind(path, kind, text)
-    except PartialAnalysis as exc:  # a large file: the rest of it was analysed
+    except _stream.PartialAnalysis as exc:  # a large file: the rest of it was analysed
         result.error_kind, findings = exc.kind, exc.findings
         result.error = f"{exc.msg}; analysed without it ({len(findings)} finding(s) kept)"
     except SyntaxError as exc:
@@ -665,10 +536,10 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
         result.error = f"syntax error at line {exc.lineno}: {exc.msg}"
         if kind != "python":
             return
-        if len(text) > WINDOW_BYTES:  # each broken line costs a window's parse, not the file's
+        if len(text) > _stream.WINDOW_BYTES:  # each broken line costs a window's parse, not the file's
             try:
                 findings = _analyse_python(path, text, opts, stream_over=0)
-            except PartialAnalysis as partial:
+            except _stream.PartialAnalysis as partial:
                 findings = partial.findings
         else:
             findings = _analyse_around_errors(path, text, opts)
