@@ -24,7 +24,8 @@ files (this repository's CUDA scripts and examples, and every ``--corpus`` direc
 nested and huge expressions (brackets, operator, attribute, call, subscript, lambda, conditional,
 string and boolean chains, deep blocks, from tens to tens of thousands deep or long); byte-level
 damage (NULs, invalid UTF-8, cookies, truncation, long lines); notebooks with the wrong types
-(cells or sources that are not lists or text, deep JSON, not JSON); and "killed": a ``migrate
+(cells or sources that are not lists or text, deep JSON, not JSON); CUDA sources, C++ and CMake
+files of rule keywords in long runs (the regexes of their rules must stay linear); and "killed": a ``migrate
 --write`` of a large file SIGKILLed at a random moment first (the file must be whole, old or new, and
 the following run must leave no temporary file). Prints the counts per family
 and one line per failure; failing cases are kept under ``--keep``.
@@ -112,6 +113,20 @@ def _damaged(text: str, rng: random.Random) -> bytes:
     return b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n")
 
 
+_NATIVE_WORDS = ("__global__ ", "void ", "kernel(", "// ", "#include <cuda_runtime.h>\n", "#include <", "project(",
+                 "enable_language(", "CUDA", "find_package(", "kCUDA ", "DeviceType::CUDA", "at::cuda::", "\n", "(",
+                 ")", "{", "}", '"', "/*", "*/", "cudaMalloc(", "<<<", ">>>", "\\\n")
+
+
+def _native(rng: random.Random) -> tuple:
+    """A .cu/.cuh/.cpp/CMake file of rule keywords in random runs (regexes must stay linear)."""
+    name = rng.choice(("k.cu", "k.cuh", "ext.cpp", "CMakeLists.txt", "cuda.cmake"))
+    parts = []
+    for _ in range(rng.randint(1, 40)):
+        parts.append(rng.choice(_NATIVE_WORDS) * rng.choice((1, 2, 10, 1000, 20000)))
+    return name, "".join(parts).encode()
+
+
 def _notebook(rng: random.Random, code: str) -> bytes:
     """A notebook with something of the wrong type (or not a notebook at all)."""
     good = {"cell_type": "code", "source": code.splitlines(True), "metadata": {}, "outputs": []}
@@ -175,8 +190,10 @@ def cases(rng: random.Random, reals, generated):
             yield "nested", [("case.py", _nested(rng).encode())]
         elif r < 0.86:
             yield "damaged", [("case.py", _damaged(rng.choice(reals)[1], rng))]
-        elif r < 0.97:
+        elif r < 0.94:
             yield "notebook", [("case.ipynb", _notebook(rng, rng.choice(reals)[1][:4000]))]
+        elif r < 0.97:
+            yield "native", [_native(rng)]
         else:  # a migrate --write killed at a random moment first (run_case does it)
             text, size = [], rng.choice((50_000, 150_000, 250_000))
             while sum(map(len, text)) < size:

@@ -22,7 +22,7 @@ def test_bounded_campaign(capsys):
     assert fuzz.main(["--seconds", "45", "--generated", "8", "--seed", "11"]) == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     assert int(out.split()[1]) >= 40, out  # the time bound still leaves a real campaign
-    for family in ("generated", "mutated", "nested", "damaged", "notebook"):
+    for family in ("generated", "mutated", "nested", "damaged", "notebook", "native"):
         assert f"  {family} " in out, out
 
 
@@ -59,4 +59,4 @@ def test_cases_cover_every_family():
     rng = random.Random(5)
     reals = [("t.py", "import torch\nx = torch.zeros(1).cuda()\n")]
     seen = {family for family, _ in (next(g) for g in [fuzz.cases(rng, reals, [("x = 1\n", "utf-8")] * 5)] * 400)}
-    assert seen == {"generated", "mutated", "nested", "damaged", "notebook", "killed"}
+    assert seen == {"generated", "mutated", "nested", "damaged", "notebook", "native", "killed"}
