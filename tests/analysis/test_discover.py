@@ -117,3 +117,35 @@ def test_check_and_migrate_read_and_report_nothing_outside(tmp_path):
         assert "secret" not in mig.stdout + mig.stderr and "deep.py" not in mig.stdout + mig.stderr
     assert (outside / "secret.py").read_bytes() == before
     assert ".npu()" in (root / "a.py").read_text()
+
+
+def test_pathological_gitignore_patterns_match_in_bounded_time(tmp_path):
+    """A .gitignore line like '**/' x 25 + 'zz' or 'a*a*...*b' made the regex engine backtrack for
+    minutes on a deep path (check never returned); patterns of more than two wildcards are now matched
+    token by token, and still mean what they meant."""
+    import random
+    import re
+    import subprocess
+    import sys
+
+    from ascend_compat.analysis import discover as d
+    from subproc import clean_env
+
+    deep = tmp_path.joinpath(*["d"] * 25)
+    deep.mkdir(parents=True)
+    (deep / "a.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (deep / "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.py").write_text("x = 1\n")
+    (tmp_path / ".gitignore").write_text("**/" * 25 + "zz\n" + "a" + "*a" * 30 + "b\n")
+    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--format", "concise", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, env=clean_env(NO_COLOR="1"))
+    assert proc.returncode == 0 and "a.py:2" in proc.stdout, proc.stderr
+    rng = random.Random(1)
+    for _ in range(5000):  # the token matcher agrees with the regex on every small pattern and path
+        pat = "".join(rng.choice("ab/*?") for _ in range(rng.randint(1, 8)))
+        frags = d._translate(pat.lstrip("/"))
+        if "/" not in pat:
+            frags.insert(0, d._DIRS)
+        rx = re.compile("".join(frags) + r"\Z", re.S)
+        for _ in range(4):
+            path = "".join(rng.choice("ab/") for _ in range(rng.randint(0, 10)))
+            assert bool(rx.match(path)) == d._Glob(frags).match(path), (pat, path)

@@ -49,22 +49,27 @@ def kind_of(name: str, explicit: bool = False) -> Optional[str]:
     return "python" if explicit else None
 
 
-def _translate(pattern: str) -> str:
+def _translate(pattern: str) -> List[str]:
+    """The regex of a gitignore pattern, one fragment per token (a character, a class, a wildcard)."""
     out = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            if out[-1:] != [_DIRS]:  # "**/**/" is "**/"
+                out.append(_DIRS)
             i += 3
         elif pattern.startswith("/**", i) and i + 3 == n:
-            out.append("/.*")
+            out += [re.escape("/"), _ANY]
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append(_ANY)
             i += 2
+            while i < n and pattern[i] == "*":
+                i += 1
         elif c == "*":
-            out.append("[^/]*")
+            if out[-1:] != [_STAR]:  # "**" handled above; "*" after "*" adds nothing
+                out.append(_STAR)
             i += 1
         elif c == "?":
             out.append("[^/]")
@@ -86,13 +91,59 @@ def _translate(pattern: str) -> str:
         else:
             out.append(re.escape(c))
             i += 1
-    return "".join(out)
+    return out
+
+
+#: wildcard fragments: any run without "/", any run, and zero or more whole directories
+_STAR, _ANY, _DIRS = "[^/]*", ".*", "(?:.*/)?"
+
+
+class _Glob:
+    """A gitignore pattern with more than two wildcards, matched in time linear in the path per
+    token (a regex of such a pattern can backtrack for hours: ``**/`` x 25 or ``a*a*a*...b``)."""
+
+    def __init__(self, fragments: List[str]):
+        self.steps = [f if f in (_STAR, _ANY, _DIRS) else re.compile(f, re.S) for f in fragments]
+
+    def match(self, s: str) -> bool:
+        n = len(s)
+        reach = {0}
+        for step in self.steps:
+            if not reach:
+                return False
+            lo = min(reach)
+            if step == _ANY:
+                reach = set(range(lo, n + 1))
+            elif step == _DIRS:
+                reach = reach | {i + 1 for i in range(lo, n) if s[i] == "/"}
+            elif step == _STAR:
+                grown = set()
+                for p in sorted(reach):
+                    if p in grown:
+                        continue
+                    q = p
+                    while True:
+                        grown.add(q)
+                        if q == n or s[q] == "/":
+                            break
+                        q += 1
+                reach = grown
+            else:
+                reach = {p + 1 for p in reach if p < n and step.fullmatch(s[p])}
+        return n in reach
+
+
+def _compile(fragments: List[str]):
+    """A matcher of the whole path: a regex for up to two wildcards (at most quadratic), else _Glob."""
+    if sum(f in (_STAR, _ANY, _DIRS) for f in fragments) <= 2:
+        return re.compile("".join(fragments) + r"\Z", re.S)
+    return _Glob(fragments)
 
 
 class IgnoreRules:
     """Ordered gitignore-style rules; the last matching rule wins."""
 
-    def __init__(self, rules: Sequence[Tuple[str, "re.Pattern[str]", bool, bool]] = ()):
+    def __init__(self, rules: Sequence[Tuple[str, object, bool, bool]] = ()):
         self.rules = list(rules)
 
     def extended(self, base: str, lines: Iterable[str]) -> "IgnoreRules":
@@ -114,10 +165,10 @@ class IgnoreRules:
                 continue
             anchored = "/" in line
             line = line.lstrip("/")
-            rx = _translate(line)
-            if not anchored:
-                rx = "(?:.*/)?" + rx
-            new.append((base, re.compile(rx + r"\Z", re.S), negate, dir_only))
+            fragments = _translate(line)
+            if not anchored and fragments[:1] != [_DIRS]:
+                fragments.insert(0, _DIRS)
+            new.append((base, _compile(fragments), negate, dir_only))
         return IgnoreRules(new)
 
     def ignored(self, path: str, is_dir: bool) -> bool:
