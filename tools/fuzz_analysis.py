@@ -3,7 +3,7 @@
 Usage: ``python tools/fuzz_analysis.py [--seconds S] [--cases N] [--seed K] [--corpus DIR ...] [--keep DIR]``
 
 Each case is a small tree (one or a few files, a symbolic link ``up -> ..`` out of it, sometimes a link
-to a file outside) next to a directory of files that must never change. A worker process runs the
+to a file outside, sometimes a .gitignore of random patterns) next to a directory of files that must never change. A worker process runs the
 real command line (``ascend_compat.cli.main``) on it: ``check --format json TREE`` then
 ``migrate --write TREE`` then ``migrate --write TREE`` again. The parent enforces the time limit
 (killing and restarting the worker) and sees a worker that dies. Counted per case:
@@ -359,6 +359,11 @@ def run_case(runner: Runner, work: str, files, per_case: float, keep: str | None
         p = Path(tree, rel)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
+    if number % 10 == 7:  # a .gitignore of random patterns (matching must stay bounded)
+        rng = random.Random(number)
+        Path(tree, ".gitignore").write_text("".join(
+            "".join(rng.choice(("*", "**/", "?", "a", "/", "[a-c]", "!", "\\", "case", ".py", "pkg/"))
+                    for _ in range(rng.randint(1, 40))) + "\n" for _ in range(rng.randint(1, 6))))
     outside_before = _snapshot(outside)
     before_tree = _snapshot(tree)
     interrupted = _kill_a_write(tree, files, number) if family == "killed" else None

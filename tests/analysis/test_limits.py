@@ -175,3 +175,13 @@ def test_deep_runs_with_a_raised_limit_and_restores_it():
     with pytest.raises(KeyError):
         limits.deep(lambda: {}["missing"])
     assert (sys.getrecursionlimit(), threading.stack_size()) == before
+
+
+def test_a_statement_past_max_statement_tokens_is_refused_in_one_line():
+    """A flat statement of many rewrites (a tuple of 30,000 x.cuda() calls, 180,000 tokens) would hold
+    libcst for half a minute and 500 MB: refused before libcst sees it, naming the statement."""
+    from ascend_compat.analysis.migrate import MigrateError, migrate_source
+
+    big = "import torch\ny = (" + ", ".join(["x.cuda()"] * 30_000) + ")\n"
+    with pytest.raises(MigrateError, match=r"the statement at line 2 is too large to rewrite \(180003 tokens"):
+        migrate_source(big)

@@ -38,9 +38,10 @@ DEEP_RECURSION_LIMIT = 20_000
 #: which migrate does not rewrite a statement; the public files measured stay below 250 in 99.9 %
 MAX_NESTING = 1_000
 #: tokens of one statement past which migrate does not rewrite it: libcst holds 2-3 KB per token
-#: (about 450 MB and 15 s here); the largest statements of torch, transformers and DeepSpeed hold
-#: fewer than 100,000 (torch's op_db list: 660 KB of source)
-MAX_STATEMENT_TOKENS = 150_000
+#: (about 300 MB and 3 CPU-seconds at the limit); the largest code statements of torch, transformers
+#: and DeepSpeed hold fewer (torch's op_db list, 660 KB: 73,000; a 430 KB test class: 52,000); only
+#: data tables hold more (torch's _triton_ops_meta: 188,000)
+MAX_STATEMENT_TOKENS = 100_000
 #: nesting that costs libcst no more than plain size does (ordinary code stays below it)
 _FREE_NESTING = 64
 #: work (:class:`Shape`) of the statements migrate rewrites in one file past which it leaves the file
