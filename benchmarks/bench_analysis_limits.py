@@ -7,7 +7,8 @@ Usage: python benchmarks/bench_analysis_limits.py [--sizes 1,9,50] [--migrate-si
   (measured by its parent) and peak RSS per MB of input (the bound docs/check_and_migrate.md states);
 * migrate (dry run) on files of N MB of the same code: wall time and peak RSS;
 * migrate just under limits.MAX_NESTING for each kind of nesting (the slowest statement libcst is
-  given) and check at CPython's own depth limit: wall time of each.
+  given) and check at CPython's own depth limit; migrate on statements summing to just under
+  limits.MAX_WORK: CPU time and peak RSS of each.
 
 Each run is a fresh process. Numbers depend on the machine and its load: compare ratios.
 """
@@ -100,6 +101,20 @@ def bench_nesting(directory: str) -> None:
               f"{c_secs:5.1f} cpu-s {c_rss:5.0f} MB")
 
 
+def bench_work(directory: str) -> None:
+    """migrate on a file whose statements sum to just under limits.MAX_WORK: the slowest file of
+    deeply nested statements it still rewrites."""
+    from ascend_compat.analysis import limits
+
+    stmt = "y = " + " + ".join(["x.cuda()"] + ["a"] * 900) + "\n"
+    n = limits.MAX_WORK // limits.measure(stmt).work
+    path = os.path.join(directory, "work.py")
+    Path(path).write_text("import torch\n" + stmt * n)
+    code, secs, rss = _run([sys.executable, "-m", "ascend_compat", "migrate", "-q", path])
+    print(f"migrate on {n} statements nested 900 deep (work just under MAX_WORK={limits.MAX_WORK:.0e}): "
+          f"exit {code}  {secs:.1f} cpu-s  peak RSS {rss:.0f} MB")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--sizes", default="1,9,50", help="check file sizes in MB (default 1,9,50)")
@@ -113,6 +128,7 @@ def main() -> int:
         bench_migrate(tmp, msizes)
         if not a.quick:
             bench_nesting(tmp)
+            bench_work(tmp)
     return 0
 
 

@@ -185,3 +185,16 @@ def test_a_statement_past_max_statement_tokens_is_refused_in_one_line():
     big = "import torch\ny = (" + ", ".join(["x.cuda()"] * 30_000) + ")\n"
     with pytest.raises(MigrateError, match=r"the statement at line 2 is too large to rewrite \(180003 tokens"):
         migrate_source(big)
+
+
+def test_work_is_bounded_per_file():
+    """Many statements each just under MAX_NESTING (libcst's time grows as nesting x size in each):
+    their summed work past MAX_WORK leaves the file untouched, with the line where it ran out."""
+    from ascend_compat.analysis.migrate import MigrateError, migrate_source
+
+    stmt = "y = " + " + ".join(["x.cuda()"] + ["a"] * 900) + "\n"
+    per = limits.measure(stmt).work
+    n = limits.MAX_WORK // per + 1
+    with pytest.raises(MigrateError, match=r"too deeply nested to rewrite in bounded time \(by line"):
+        migrate_source("import torch\n" + stmt * n)
+    assert ".npu()" in migrate_source("import torch\n" + stmt * 2).code
