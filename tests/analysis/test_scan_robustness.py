@@ -201,3 +201,20 @@ def test_rule_patterns_on_cuda_sources_stay_linear(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--format", "concise", str(f)],
                           capture_output=True, text=True, timeout=60, env=clean_env(NO_COLOR="1"))
     assert proc.returncode == 0 and "CUDA kernel kern" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("name, line", [
+    ("CMakeLists.txt", "DeviceType::CUDA" * 30_000), ("build.cmake", "project( " * 30_000 + "CUDA"),
+    ("ext.cpp", "#include <cuda_runtime.h" * 30_000), ("k.cu", "__global__ " * 100_000)])
+def test_build_and_native_file_patterns_stay_linear(name, line, tmp_path):
+    """Half-megabyte lines of one repeated keyword (found by the fuzz campaign: a .cmake line of
+    'DeviceType::CUDA' held check for minutes, the '\\S+\\.cu' alternative scanning back from every
+    position). Each file takes well under the 60 s this allows, and reports what it did before."""
+    f = tmp_path / name
+    f.write_text(line + "\n" + {"CMakeLists.txt": "enable_language(CUDA)", "build.cmake": "add_library(k a.cu)",
+                                "ext.cpp": "#include <cuda.h>", "k.cu": "__global__ void kern(int a) {}"}[name] + "\n")
+    proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--format", "json", str(f)],
+                          capture_output=True, text=True, timeout=60, env=clean_env(NO_COLOR="1"))
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads(proc.stdout)["files"]
+    assert entry["error"] is None and any(x["line"] == 2 for x in entry["findings"])
