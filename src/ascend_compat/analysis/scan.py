@@ -188,8 +188,12 @@ def hot_positions(text: str) -> Tuple[List[int], bool]:
             pos.append(i)
         i = text.find("torch", i + 5)
     i = text.find("import")
-    while i != -1:
-        start = text.rfind("\n", 0, i) + 1
+    start = scanned = 0  # the line start is searched for only since the last occurrence (one long
+    while i != -1:       # line of many "import" words made every search go back to its start)
+        nl = text.rfind("\n", scanned, i)
+        if nl != -1:
+            start = nl + 1
+        scanned = i
         m = _IMPORT_LINE.match(text, start)
         if m is not None and m.end() > i:
             pos.append(start)
