@@ -220,15 +220,20 @@ def test_build_and_native_file_patterns_stay_linear(name, line, tmp_path):
     assert entry["error"] is None and any(x["line"] == 2 for x in entry["findings"])
 
 
-@pytest.mark.parametrize("kind", ["star-import calls", "import words on one line"])
+@pytest.mark.parametrize("kind", ["star-import calls", "import words on one line", "device names 1.9 MB",
+                                  "device names 3.5 MB"])
 def test_whole_text_searches_are_not_repeated_per_occurrence(kind, tmp_path):
     """Two scans that went over the whole text once per occurrence: the star-import rule searched
     the file for a binding of each called name (60,000 calls: over 5 minutes), and the import-line
     scan went back to the line start from each 'import' (a 5 MB line of 10 MB: about 2 minutes). Both now pass once."""
     f = tmp_path / "x.py"
+    n = 34_000 if "1.9" in kind else 62_000
     if kind == "star-import calls":
         f.write_text("from apex.fp16_utils import *\nimport torch\ndef fn7(x):\n    return x\n"
                      + "".join(f"y{i} = fn{i % 50_000}(x)\n" for i in range(60_000)))
+    elif kind.startswith("device names"):  # each name a further trigger word: searched once per name
+        f.write_text("import torch\n" + "".join(f'dev{i} = "cuda:0"\n' for i in range(n))
+                     + "".join(f"x{i} = torch.zeros(1).to(dev{i})\n" for i in range(n)))
     else:
         f.write_text('import torch\nx = "' + "import " * 1_400_000 + '"\ny = torch.zeros(1).cuda()\n')
     proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--format", "json", str(f)],
@@ -238,5 +243,7 @@ def test_whole_text_searches_are_not_repeated_per_occurrence(kind, tmp_path):
     if kind == "star-import calls":  # the star import, and every call but the two of fn7 (defined in the file)
         lines = {x["line"] for x in entry["findings"]}
         assert len(entry["findings"]) == 1 + 60_000 - 2 and not lines & {5 + 7, 5 + 50_007}
+    elif kind.startswith("device names"):
+        assert len(entry["findings"]) == n and entry["error"] is None
     else:
         assert [x["line"] for x in entry["findings"]] == [3]
