@@ -23,6 +23,7 @@ gets a ``# TODO(ascend-compat): ...`` comment above its line).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
@@ -98,25 +99,13 @@ def migrate_source(code: str, path: str = "<string>", torch_npu_version: Optiona
     wanted = [f for f in findings if f.rule in reg.rewritable]
     if not wanted:
         return SourceResult(_annotate(code, findings) if annotate and findings else code, [], findings)
-    starts = _line_starts(code)
-    pieces, changes, needs_torch_npu, work = [], [], False, 0
-    for first, last in _statement_groups(tree):
-        mine = [f for f in findings if first <= f.line <= last]
-        if not any(f.rule in reg.rewritable for f in mine):
-            continue
-        a, b = starts[first - 1], starts[min(last, len(starts) - 1)]
-        try:
-            work += limits.check_rewritable(code[a:b], first, work).work
-            new, piece_changes, needs = limits.deep(_rewrite_piece, code[a:b], mine, reg, torch_npu_version,
-                                                    path, cell, first - 1)
-        except limits.TooComplex as exc:
-            raise MigrateError(str(exc)) from None
-        except RecursionError:
-            raise MigrateError(f"the statement at line {first} is nested too deeply to rewrite") from None
-        if new != code[a:b]:
-            pieces.append((a, b, new))
-        changes.extend(piece_changes)
-        needs_torch_npu |= needs
+    try:
+        pieces, changes, needs_torch_npu = limits.deep(_rewrite_groups, code, tree, findings, reg,
+                                                       torch_npu_version, path, cell)
+    except limits.TooComplex as exc:
+        raise MigrateError(str(exc)) from None
+    except RecursionError:
+        raise MigrateError("nested too deeply to rewrite (past the limits of ascend_compat.analysis.limits)") from None
     out = _splice(code, pieces)
     del tree, pieces  # memory for what follows
     if needs_torch_npu:  # placed by the rewritten imports (import torch.cuda as tc is no longer torch's)
@@ -170,6 +159,50 @@ def _findings(code, tree, path, version, cell) -> List[Finding]:
         if not any(h is None or f.rule in h for h in hit):
             out.append(f)
     return out
+
+
+#: neighbouring statements to rewrite are handed to libcst together up to this much text (libcst
+#: has a fixed cost per module: 20,000 one-function statements took 100 s one by one), when no more
+#: than ``_BATCH_GAP`` of text lies between them
+_BATCH_BYTES, _BATCH_GAP = 64 << 10, 4 << 10
+
+
+def _rewrite_groups(code: str, tree, findings, reg, version, path, cell):
+    """(pieces to splice, changes, needs ``import torch_npu``): the groups of top-level statements
+    holding a rewrite, neighbours batched, each batch measured (limits.check_rewritable) and
+    rewritten alone. Runs under limits.deep."""
+    starts = _line_starts(code)
+    by_line = sorted(findings, key=lambda f: f.line)
+    lines = [f.line for f in by_line]
+    batches: List[List[int]] = []  # [first line, last line]
+    for first, last in _statement_groups(tree):  # each group's findings by bisection, not a scan of all
+        mine = by_line[bisect.bisect_left(lines, first):bisect.bisect_right(lines, last)]
+        if not any(f.rule in reg.rewritable for f in mine):
+            continue
+        if batches and starts[first - 1] - _end(starts, batches[-1][1]) <= _BATCH_GAP \
+                and _end(starts, last) - starts[batches[-1][0] - 1] <= _BATCH_BYTES:
+            batches[-1][1] = last
+        else:
+            batches.append([first, last])
+    pieces, changes, needs_torch_npu, work = [], [], False, 0
+    for first, last in batches:
+        a, b = starts[first - 1], _end(starts, last)
+        mine = by_line[bisect.bisect_left(lines, first):bisect.bisect_right(lines, last)]
+        work += limits.check_rewritable(code[a:b], first, work).work
+        try:
+            new, piece_changes, needs = _rewrite_piece(code[a:b], mine, reg, version, path, cell, first - 1)
+        except RecursionError:
+            raise MigrateError(f"the statements from line {first} are nested too deeply to rewrite") from None
+        if new != code[a:b]:
+            pieces.append((a, b, new))
+        changes.extend(piece_changes)
+        needs_torch_npu |= needs
+    return pieces, changes, needs_torch_npu
+
+
+def _end(starts: List[int], last: int) -> int:
+    """The offset just after line ``last`` (see :func:`_line_starts`)."""
+    return starts[min(last, len(starts) - 1)]
 
 
 def _rewrite_piece(text: str, findings, reg, version, path, cell, line_offset: int):
