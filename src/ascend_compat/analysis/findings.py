@@ -71,3 +71,10 @@ class FileResult:
         return cls(path=d["path"], kind=d["kind"], lines=d["lines"],
                    findings=[Finding.from_dict(f) for f in d["findings"]], error=d.get("error"),
                    error_kind=d.get("error_kind"), suppressed=d.get("suppressed", 0))
+
+
+def internal_error(exc: BaseException, doing: str = "analysing") -> str:
+    """The one-line message of a bug met while handling one file (the file is named where it is shown)."""
+    first = str(exc).splitlines()[0][:200] if str(exc).strip() else ""
+    return (f"internal error while {doing} this file ({type(exc).__name__}{': ' + first if first else ''}); "
+            "a bug in ascend-compat: rerun with --debug for the traceback and report it")

@@ -136,13 +136,16 @@ def _check_output(path):
         raise CliError(f"--output {path} is a directory; give a file name", USAGE)
 
 
-def _read_stdin(tmpdir: str) -> str:
+def _read_stdin(tmpdir: str, max_bytes: int) -> str:
     from ascend_compat.cli._common import INPUT, USAGE, CliError
 
     if sys.stdin is None or sys.stdin.isatty():
         raise CliError("'-' reads Python source from standard input: pipe a file in "
                        "(cat train.py | ascend-compat check -)", USAGE)
-    data = sys.stdin.buffer.read()
+    data = sys.stdin.buffer.read(max_bytes + 1)  # never more: standard input may not end (cat /dev/zero |)
+    if len(data) > max_bytes:
+        raise CliError(f"standard input holds more than the {max_bytes / 1e6:.0f} MB limit: not analysed "
+                       "(raise it with --max-file-size)", INPUT)
     if not data.strip():
         raise CliError("standard input is empty: no Python code to check", INPUT)
     path = os.path.join(tmpdir, "stdin.py")
@@ -163,7 +166,7 @@ def _scan(args, settings, opts, progress_on):
 
     paths = args.paths or ["."]
     with tempfile.TemporaryDirectory(prefix="ascend-compat-stdin-") as tmp:
-        stdin_path = _read_stdin(tmp) if "-" in paths else None
+        stdin_path = _read_stdin(tmp, opts.max_bytes) if "-" in paths else None
         real = [stdin_path if p == "-" else p for p in paths]
         targets, problems = discover(real, settings["exclude"], not args.no_gitignore)
         missing = [p for p, kind, _ in problems if kind == "missing" and p in real]
@@ -214,7 +217,7 @@ def main(args) -> int:
 
         version = data.resolve_version(version)
     opts = ScanOptions(torch_npu_version=version, max_bytes=int(args.max_file_size * 1024 * 1024),
-                       cache_dir=_cache_dir(args))
+                       cache_dir=_cache_dir(args), debug=bool(getattr(args, "debug", False)))
     results, missing = _scan(args, settings, opts, progress_enabled(args))
     _filter(results, settings["select"], settings["ignore"])
     report = build(results, version)
