@@ -14,7 +14,7 @@ import re
 import stat
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 _MARK = "ascend-compat"
 #: our temporary files, and those of versions before the PID was in the name (named, never removed)
@@ -27,15 +27,20 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, mode: Optional[int] = None) -> None:
-    """Write ``text`` (UTF-8, newlines untouched) to ``path`` so that readers see the old file or the
-    new one (see :func:`write_bytes_atomic`)."""
-    write_bytes_atomic(path, text.encode("utf-8"), mode)
+def write_text_atomic(path: str | os.PathLike, text: str | Iterable[str], mode: Optional[int] = None) -> None:
+    """Write ``text`` (UTF-8, newlines untouched; a string or pieces of one, written as they come, so a
+    large report never exists whole in memory) to ``path`` so that readers see the old file or the new
+    one (see :func:`write_bytes_atomic`)."""
+    if isinstance(text, str):
+        write_bytes_atomic(path, text.encode("utf-8"), mode)
+    else:
+        write_bytes_atomic(path, (piece.encode("utf-8") for piece in text), mode)
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes, mode: Optional[int] = None,
+def write_bytes_atomic(path: str | os.PathLike, data: bytes | Iterable[bytes], mode: Optional[int] = None,
                        clean: bool = True) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one.
+    """Write ``data`` (bytes, or pieces of them written as they come) to ``path`` so that readers see
+    the old file or the new one.
 
     The data goes to a temporary file in the same directory, which then replaces ``path``. The
     file keeps ``mode`` if given, else the existing file's permissions, else the usual
@@ -55,7 +60,11 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes, mode: Optional[int]
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                fh.write(data)
+            else:
+                for piece in data:
+                    fh.write(piece)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -195,10 +195,12 @@ def _filter(results, select, ignore) -> None:
                       if (select is None or f.rule in select) and f.rule not in ignore]
 
 
-def _render(fmt, report, results, args) -> str:
-    from ascend_compat.analysis.report import render
+def _render(fmt, report, results, args):
+    """The report's text in pieces (a report of a million findings is never held whole)."""
+    from ascend_compat.analysis.report import render_chunks
 
-    return render(fmt, report, summary_only=args.summary, scanned=[r.path for r in results if r.kind != "unknown"])
+    return render_chunks(fmt, report, summary_only=args.summary,
+                         scanned=[r.path for r in results if r.kind != "unknown"])
 
 
 def main(args) -> int:
@@ -220,7 +222,7 @@ def main(args) -> int:
                        cache_dir=_cache_dir(args), debug=bool(getattr(args, "debug", False)))
     results, missing = _scan(args, settings, opts, progress_enabled(args))
     _filter(results, settings["select"], settings["ignore"])
-    report = build(results, version)
+    report = build(results, version, consume=True)
     if args.output:
         from ascend_compat._files import write_text_atomic
 
@@ -233,7 +235,8 @@ def main(args) -> int:
 
         render_rich(report, _console.console(sys.stdout), summary_only=args.summary)
     else:
-        sys.stdout.write(_render(args.format, report, results, args))
+        for piece in _render(args.format, report, results, args):
+            sys.stdout.write(piece)
         sys.stdout.flush()
     errors = report["summary"]["files_with_errors"]
     for path in missing:
