@@ -11,7 +11,7 @@ real command line (``ascend_compat.cli.main``) on it: ``check --format json TREE
 * signal: the worker died (SIGSEGV, SIGKILL by the kernel...) while on the case;
 * hang: one command of the case took longer than ``--per-case`` seconds (30), or the case 4 times that;
 * traceback: a command printed a traceback, said "internal error", or exited with a code other
-  than 0/1 (check) or 0/1 (migrate);
+  than 0/1 (check) or 0/1 (migrate), or 3 with "no Python files found" (a case that left no file);
 * outside: a file outside the tree changed, appeared or disappeared, or was reported (read);
 * stray: a file appeared in the tree (a leftover temporary file, a copy);
 * nonidempotent: the second ``migrate --write`` changed a file again;
@@ -51,6 +51,8 @@ _spec = importlib.util.spec_from_file_location("fuzz_migrate", Path(__file__).wi
 fuzz_migrate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fuzz_migrate)
 
+#: how Python starts a traceback ("Traceback" alone is in torch names: torch._C._cuda_allocationTraceback)
+_TRACEBACK = "Traceback (most recent call last)"
 FAILURES = ("signal", "hang", "traceback", "outside", "stray", "nonidempotent", "unreported")
 CUDA = "x.cuda()"
 
@@ -328,7 +330,8 @@ def _judge(kind, results, files, tree, outside, outside_before, before_tree) -> 
     (c_code, c_out, c_err, _), (m_code, m_out, m_err, _), (m2_code, m2_out, m2_err, _) = results
     for name, code, out, err in (("check", c_code, c_out, c_err), ("migrate", m_code, m_out, m_err),
                                  ("migrate again", m2_code, m2_out, m2_err)):
-        if code not in (0, 1) or "Traceback" in out + err or "internal error" in out + err:
+        nothing_to_do = code == 3 and "no Python files found" in err  # a case that left no file to analyse
+        if (code not in (0, 1) and not nothing_to_do) or _TRACEBACK in out + err or "internal error" in out + err:
             lines = [ln for ln in (err + out).splitlines() if ln.strip()]
             return "traceback", f"{name} exit {code}: {lines[-1][:300] if lines else ''}"
     if _snapshot(outside) != outside_before:
