@@ -109,8 +109,13 @@ def find_wheels(wheel_dir: Path) -> Dict[str, WheelSource]:
 
 def write_json(path: Path, data: dict, indent: Optional[int] = 1) -> None:
     """Write ``data`` as sorted, deterministic JSON atomically (temp file + rename)."""
+    write_text(path, json.dumps(data, indent=indent, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically (temp file + rename), creating the directory; says what it wrote."""
     path = Path(path)
-    text = json.dumps(data, indent=indent, sort_keys=True, ensure_ascii=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -26,9 +26,11 @@ import json
 import os
 import re
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _sources import write_text  # noqa: E402
 
 HEADERS = {
     "acl/acl_base_rt.h": "torch_npu/include/acl/acl_base_rt.h",
@@ -128,17 +130,6 @@ def extract(wheel: Path) -> tuple[str, list[dict]]:
     return m.group(1), sorted(entries.values(), key=lambda e: (e["code"], e["symbol"]))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -156,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch_npu_version": version,
         "codes": entries,
     }
-    write_atomic(args.output, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    write_text(args.output, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {len(entries)} codes to {args.output}", file=sys.stderr)
     return 0
 

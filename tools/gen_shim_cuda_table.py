@@ -11,8 +11,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _sources import write_text  # noqa: E402
 
 
 def render() -> str:
@@ -53,13 +56,7 @@ def main() -> int:
             same = False
         print("up to date" if same else f"{args.out} is stale: run tools/gen_shim_cuda_table.py")
         return 0 if same else 1
-    directory = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, args.out)
-    print(f"wrote {args.out}")
+    write_text(args.out, text)
     return 0
 
 

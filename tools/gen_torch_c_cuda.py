@@ -29,7 +29,10 @@ import json
 import os
 import re
 import sys
-import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _sources import write_text  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(__file__), "..", "src", "ascend_compat", "data", "torch_c_cuda.json")
 #: stub submodules that exist only in CUDA builds
@@ -139,11 +142,7 @@ def main(argv=None) -> int:
             same = fh.read() == text
         print("up to date" if same else f"{a.out} differs from what the stubs give")
         return 0 if same else 1
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, a.out)
-    print(f"wrote {a.out}")
+    write_text(a.out, text)
     return 0
 
 

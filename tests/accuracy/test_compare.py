@@ -205,10 +205,11 @@ def test_cli_gates_ci_and_writes_json(tmp_path):
 
     clean = cli()
     assert clean.returncode == 0 and "no departure" in clean.stdout
-    assert "the script talks" not in clean.stdout and "the script talks" in clean.stderr
+    assert "the script talks" in clean.stdout  # a text report: the script's output stays where it was
     faulty = cli("--format", "json", ASCEND_COMPAT_SIM_FAULTS="aten::gelu=scale:1.01")
     assert faulty.returncode == 1
     report = json.loads(faulty.stdout)  # the script's own output went to stderr
+    assert "the script talks" in faulty.stderr
     assert report["schema"] == "ascend-compat/compare" and report["schema_version"] == "2.0"
     first = report["first_departure"]
     assert first["op"] == "aten::gelu" and first["site"]["line"] == 3 and first["standard"] == "benchmark"

@@ -97,6 +97,15 @@ def test_records_are_bounded_versioned_and_written_atomically(tmp_path):
         runrecord.load(str(tmp_path / "bad.json"))
     with pytest.raises(runrecord.RecordError, match="cannot read"):
         runrecord.load(str(tmp_path / "missing.json"))
+    saved = json.loads(path.read_text())
+    assert (saved["schema"], saved["schema_version"]) == ("ascend-compat/run-record", "1.0")
+    for version, readable in (("1.7", True), ("2.0", False), (1, False)):  # a minor version only adds fields
+        (tmp_path / "v.json").write_text(json.dumps(dict(saved, schema_version=version)))
+        if readable:
+            assert runrecord.load(str(tmp_path / "v.json"))["steps"]
+        else:
+            with pytest.raises(runrecord.RecordError, match="record the reference again"):
+                runrecord.load(str(tmp_path / "v.json"))
 
 
 def test_the_limit_widens_to_what_the_run_computes_in_by_design():

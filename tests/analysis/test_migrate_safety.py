@@ -66,8 +66,8 @@ def test_file_symlink_is_not_replaced_and_directory_symlink_not_followed_out(tmp
     (tree / "real.py").write_text(CUDA)
     (tree / "link.py").symlink_to(tree / "real.py")
     outcomes = {Path(o.path).name: o for o in migrate_paths([str(tree)], write=True)}
-    assert (outside / "lib.py").read_text() == CUDA  # outside the given tree: untouched
-    assert "out of the given paths" in outcomes["lib.py"].error
+    assert (outside / "lib.py").read_text() == CUDA  # outside the given tree: untouched, not even listed
+    assert "lib.py" not in outcomes and "outside the given paths" in outcomes["linked_dir"].error
     assert (tree / "link.py").is_symlink()
     assert ".npu()" in (tree / "real.py").read_text()
 
@@ -179,11 +179,110 @@ def test_bounded_fuzz_of_real_scripts_is_idempotent_and_changes_only_rewritten_l
     assert n >= 50
 
 
-def test_a_file_libcst_does_not_reproduce_is_left_untouched():
+def test_a_statement_libcst_does_not_reproduce_is_left_untouched():
     """A backslash continuation on an otherwise empty line: libcst drops it, so positions and the text
-    would shift (found by the fuzz campaign: the first run changed nothing but the dropped line)."""
+    would shift (found by the fuzz campaign: the first run changed nothing but the dropped line).
+    Inside a statement to rewrite, the file is left untouched; between statements (libcst only ever
+    sees the statements it rewrites) the file is rewritten and the line kept as it was."""
     from ascend_compat.analysis.migrate import MigrateError, migrate_source
 
-    src = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
-    with pytest.raises(MigrateError, match="does not reproduce"):
-        migrate_source(src)
+    inside = 'import torch\ndef f(y):\n    x = 1\n\\\n    return y.cuda()\n'
+    with pytest.raises(MigrateError, match="does not reproduce this file exactly \\(from line 4\\)"):
+        migrate_source(inside)
+    between = '"""doc"""\n\\\nimport os\nimport torch\nx = y.cuda()\n'
+    assert migrate_source(between).code == '"""doc"""\n\\\nimport os\nimport torch\nimport torch_npu\nx = y.npu()\n'
+
+
+def test_a_bug_met_on_one_file_is_that_files_error(tmp_path, monkeypatch):
+    """An exception while migrating one file becomes that file's error (naming it); the other files
+    are migrated, nothing is half-written, and with debug=True the exception propagates."""
+    from ascend_compat.analysis.migrate import apply
+
+    (tmp_path / "bad.py").write_text(CUDA)
+    (tmp_path / "good.py").write_text(CUDA)
+    real = apply.migrate_text
+
+    def buggy(path, *args, **kw):
+        if path.endswith("bad.py"):
+            raise KeyError("boom")
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(apply, "migrate_text", buggy)
+    outcomes = {Path(o.path).name: o for o in migrate_paths([str(tmp_path)], write=True)}
+    assert "internal error while migrating this file (KeyError" in outcomes["bad.py"].error
+    assert (tmp_path / "bad.py").read_text() == CUDA
+    assert outcomes["good.py"].changed and ".npu()" in (tmp_path / "good.py").read_text()
+    with pytest.raises(KeyError):
+        migrate_paths([str(tmp_path / "bad.py")], debug=True)
+
+
+def test_a_file_that_cannot_be_written_is_reported(tmp_path, monkeypatch):
+    """A failed write (here: the disk is full) is the file's error, not an internal error of the run."""
+    import errno
+
+    from ascend_compat.analysis.migrate import apply
+
+    def full(path, data, mode=None, **kw):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(apply, "write_bytes_atomic", full)
+    (tmp_path / "t.py").write_text(CUDA)
+    (out,) = migrate_paths([str(tmp_path / "t.py")], write=True)
+    assert out.error.startswith("cannot write") and "No space left" in out.error
+    assert not out.changed and not out.changes
+    assert (tmp_path / "t.py").read_text() == CUDA
+
+
+def test_a_killed_write_leaves_a_temporary_file_the_next_run_removes(tmp_path):
+    """SIGKILL at the worst moment of ``migrate --write`` (the temporary file written, not yet renamed)
+    leaves the original intact and one temporary file; a dry run names it, the next ``--write``
+    removes it, says so, and migrates the file; nothing else is left in the directory."""
+    import signal
+
+    f = tmp_path / "train.py"
+    f.write_text(CUDA)
+    killed = subprocess.run([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "os.replace = lambda a, b: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "from ascend_compat.cli import main\n"
+        "sys.exit(main(['migrate', '--write', sys.argv[1]]))\n"), str(f)],
+        capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
+    assert killed.returncode == -signal.SIGKILL
+    assert f.read_text() == CUDA
+    (temp,) = [p.name for p in tmp_path.iterdir() if p.name != "train.py"]
+    assert temp.startswith(".train.py.ascend-compat-") and temp.endswith(".tmp")
+    dry = cli("train.py", cwd=tmp_path)
+    assert temp in dry.stderr and (tmp_path / temp).exists()
+    again = cli("--write", "train.py", cwd=tmp_path)
+    assert again.returncode == 0 and "removed 1 temporary file(s) an interrupted run left" in again.stderr
+    assert temp in again.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"] and ".npu()" in f.read_text()
+
+
+def test_sigterm_during_a_write_leaves_no_temporary_file(tmp_path):
+    """SIGTERM ends migrate --write through Python, so the write under way removes its temporary file."""
+    import signal
+
+    f = tmp_path / "train.py"
+    f.write_text(CUDA)
+    proc = subprocess.run([sys.executable, "-c", (
+        "import os, signal, sys\n"
+        "os.replace = lambda a, b: os.kill(os.getpid(), signal.SIGTERM)\n"
+        "from ascend_compat.cli import main\n"
+        "sys.exit(main(['migrate', '--write', sys.argv[1]]))\n"), str(f)],
+        capture_output=True, text=True, timeout=120, env=clean_env(NO_COLOR="1"))
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"] and f.read_text() == CUDA
+
+
+def test_a_change_is_reported_at_the_line_it_changes():
+    """A receiver spanning lines ("foo(\\n  a,\\n).cuda()"): the change is reported at the line of
+    .cuda(, where the text changes, not where the expression starts (found by the fuzz campaign on
+    pytorch/examples: the oracle saw a line change that no reported change named)."""
+    from ascend_compat.analysis.migrate import migrate_source
+
+    src = "import torch\nm = torch.nn.Sequential(\n    torch.nn.ReLU(),\n).cuda()\nok = (m\n      .is_cuda)\n"
+    r = migrate_source(src)
+    lines = src.splitlines()  # changes count the lines of the file migrated
+    by_rule = {c.rule: c.line for c in r.changes}
+    assert lines[by_rule["cuda-method"] - 1] == ").cuda()" and lines[by_rule["is-cuda"] - 1].strip() == ".is_cuda)"

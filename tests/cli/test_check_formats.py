@@ -194,3 +194,37 @@ def test_progress_on_a_terminal_but_not_under_ci(repo):
     shown = _stderr_on_a_terminal(["check", "--format", "concise", "."], repo, ci=False)
     assert "files/s" in shown and "eta" in shown
     assert "files/s" not in _stderr_on_a_terminal(["check", "--format", "concise", "."], repo, ci=True)
+
+
+def test_a_hostile_pyproject_is_a_usage_error_not_a_crash(tmp_path):
+    """A [tool.ascend-compat] table nested 50,000 deep (was an internal error: RecursionError), one that
+    is not UTF-8 (a UnicodeDecodeError escaped), and one of 5 MB: each a one-line usage error, exit 2."""
+    (tmp_path / "a.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    for data, says in ((b"[tool.ascend-compat]\nexclude = " + b"[" * 50_000 + b"]" * 50_000 + b"\n",
+                        "nested too deeply to read as TOML"),
+                       (b"[tool.ascend-compat]\n\xff\xfe = 1\n", "is not valid TOML"),
+                       (b"[tool.ascend-compat]\n" + b"# padding\n" * 500_000, "is over 4 MB")):
+        (tmp_path / "pyproject.toml").write_bytes(data)
+        proc = cli(["check", "a.py"], tmp_path)
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert cli(["check", "--no-config", "a.py"], tmp_path).returncode == 0
+
+
+def test_endless_standard_input_is_refused_at_the_size_limit(tmp_path):
+    """'cat /dev/zero | ascend-compat check -' read until memory ran out (17 GB); now it reads
+    --max-file-size and stops with an input error."""
+    import subprocess
+    import sys
+
+    from subproc import clean_env
+
+    feeder = subprocess.Popen([sys.executable, "-c", "import sys\nwhile True: sys.stdout.buffer.write(b'x = 1\\n' * 10000)"],
+                              stdout=subprocess.PIPE)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "ascend_compat", "check", "--max-file-size", "1", "-"],
+                              stdin=feeder.stdout, capture_output=True, text=True, timeout=120,
+                              env=clean_env(NO_COLOR="1"))
+    finally:
+        feeder.kill()
+        feeder.wait()
+    assert proc.returncode == 3 and "standard input holds more than the 1 MB limit" in proc.stderr, proc.stderr

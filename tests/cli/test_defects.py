@@ -119,11 +119,13 @@ def test_json_outputs_are_versioned_in_one_naming_form(tmp_path):
             "check": ["check", "--format", "json", "s.py"], "audit": ["audit", "--format", "json", "s.py"],
             "profile": ["profile", "--simulate", "--format", "json", "s.py"],
             "compare": ["compare", "--simulate", "--format", "json", "s.py"],
-            "migrate-changes": ["migrate", "--changes", "changes.json", "s.py"]}
+            "migrate-changes": ["migrate", "--changes", "changes.json", "s.py"],
+            "run-record": ["compare", "--simulate", "--record", "run.json", "s.py"]}
+    files = {"migrate-changes": "changes.json", "run-record": "run.json"}
     assert set(runs) == set(VERSIONS)
     for name, argv in runs.items():
         proc = cli(argv, tmp_path)
-        text = (tmp_path / "changes.json").read_text() if name == "migrate-changes" else proc.stdout
+        text = (tmp_path / files[name]).read_text() if name in files else proc.stdout
         data = json.loads(text[text.index("{"):])
         assert data["schema"] == f"ascend-compat/{name}", (name, data["schema"])
         assert isinstance(data["schema_version"], str) and re.match(r"^\d+\.\d+$", data["schema_version"]), name

@@ -142,3 +142,25 @@ def test_diffusers_imports_the_flash_attn_drop_in_without_a_warning():
         print("FLASH", ad._CAN_USE_FLASH_ATTN, ad._wrapped_flash_attn_backward is not None)
     """, ASCEND_COMPAT_SIMULATE="1"))
     assert "FLASH True True" in out
+
+
+def test_deactivation_touches_no_other_module_and_survives_a_raising_getattr():
+    """Deactivation removes the drop-ins without probing other modules through getattr: torch.ops
+    (whose __getattr__ creates any name it is asked for) gains no attribute, and a module whose
+    __getattr__ raises does not stop the clean-up."""
+    proc = run("""
+        import sys, types
+        import torch
+        import ascend_compat
+
+        class Lazy(types.ModuleType):
+            def __getattr__(self, name):
+                raise RuntimeError("lazy module cannot load " + name)
+
+        sys.modules["lazy_raising"] = Lazy("lazy_raising")
+        import flash_attn
+        ascend_compat.deactivate()
+        print("LEFT", "flash_attn" in sys.modules, "__ascend_compat_dropin__" in torch.ops.__dict__)
+    """, ASCEND_COMPAT_SIMULATE="1")
+    assert "LEFT False False" in ok(proc)
+    assert "could not revert" not in proc.stderr, proc.stderr

@@ -90,3 +90,41 @@ def test_mostly_text_with_a_bad_byte_is_read(tmp_path):
     p = tmp_path / "x.log"
     p.write_bytes(b"step 1\n\xff\nerror code is 207018\n")
     assert [f.key for f in scan_text(read_log(str(p)))] == ["207018"]
+
+
+def test_nul_bytes_only_are_binary_even_as_an_endless_stream(tmp_path):
+    """A file or stream of nothing but NUL bytes is binary (``error --log /dev/zero`` never returned);
+    a text followed by an endless run of NULs stops after MAX_NUL_RUN, while the padding that
+    crash-truncated plog files end in is still read."""
+    import os
+
+    from ascend_compat.errors import logscan
+
+    zeros = tmp_path / "zeros.log"
+    zeros.write_bytes(b"\x00" * 100)
+    with pytest.raises(LogReadError, match="nothing but 100 bytes of NUL"):
+        read_log(str(zeros))
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(LogReadError, match="looks binary"):
+            read_log("/dev/zero")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer: some text, then NULs until the reader closes the pipe
+        os.close(r)
+        try:
+            os.write(w, b"error code is 507035\n")
+            block = b"\x00" * (1 << 20)
+            while True:
+                os.write(w, block)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        with pytest.raises(LogReadError, match="after its text, over"):
+            read_log(f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    padded = tmp_path / "plog.log"
+    padded.write_bytes(b"error code is 507035\n" + b"\x00" * (logscan.BLOCK * 2))
+    assert [f.key for f in scan_text(read_log(str(padded)))] == ["507035"]

@@ -104,7 +104,7 @@ def test_timeout_stops_the_script_and_reports_what_ran(tmp_path):
                           timeout=600, env=clean_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
-    assert report["stopped"] == "the script was stopped by --timeout after 4 s"
+    assert report["stopped"] == "the script was stopped after 4 s (--timeout)"
     assert len(report["steps"]) > 1 and report["ops_per_step"] > 0
 
 

@@ -51,12 +51,14 @@ def test_two_rank_ddp_plan_equals_torchrun():
     proc = _run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "ascend_compat", "run",
                  "--simulate", LLAMA, "--parallel", "ddp"])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    measured = {tuple(map(int, line.split()[1::2])) for line in proc.stdout.splitlines() if line.startswith("max_")}
+    # two ranks share one stdout (lines may interleave); allocated may differ by a DDP bucket between ranks
+    measured = {(int(a), int(r)) for a, r in re.findall(r"max_allocated (\d+) max_reserved (\d+)", proc.stdout)}
+    assert measured, proc.stdout[-3000:]
     code, plan = _plan(["--devices", "2", "--steps", "3", LLAMA, "--parallel", "ddp"])
     assert code == 0 and [r["rank"] for r in plan["ranks"]] == [0, 1]
     for rank in plan["ranks"]:
-        (allocated, reserved), = measured
-        assert abs(rank["peak_allocated"] - allocated) <= 0.02 * allocated and rank["peak_reserved"] == reserved
+        for allocated, reserved in measured:
+            assert abs(rank["peak_allocated"] - allocated) <= 0.02 * allocated and rank["peak_reserved"] == reserved
         assert rank["collectives"]["allreduce"]["group"] == 2
 
 

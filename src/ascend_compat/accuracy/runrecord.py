@@ -7,9 +7,10 @@ file is JSON, versioned (:data:`SCHEMA`, :data:`VERSION`), written atomically, a
 (op calls only for the first ``op_steps`` steps), about 200 bytes each; what was cut is counted in
 ``truncated``.
 
-Layout (version 1)::
+Layout (version 1.0; the header is :mod:`ascend_compat._schemas`'s, read by any reader of the same major
+version)::
 
-    {"schema": "ascend-compat.run-record", "schema_version": 1,
+    {"schema": "ascend-compat/run-record", "schema_version": "1.0",
      "run": {"script": ..., "argv": [...], "device": "npu (simulated)", "precision": "float64" | "as run",
              "torch": "2.13.0", "ascend_compat": "..."},
      "steps": [{"step": 0,
@@ -34,11 +35,13 @@ import json
 import math
 from typing import Any, Dict, List, Optional
 
+from ascend_compat._schemas import VERSIONS, schema_id
+
 __all__ = ["SCHEMA", "VERSION", "stats", "first_floating", "relative_error", "RunRecord", "RecordError", "load", "MAX_MODULE_CALLS",
            "MAX_OP_CALLS"]
 
-SCHEMA = "ascend-compat.run-record"
-VERSION = 1
+SCHEMA = schema_id("run-record")
+VERSION = VERSIONS["run-record"]
 MAX_MODULE_CALLS = 20_000
 MAX_OP_CALLS = 50_000
 _PERIOD = 65_537  # the signs repeat with this (prime) period
@@ -217,7 +220,7 @@ def load(path: str) -> Dict[str, Any]:
         raise RecordError(f"{path!r} is not a run record (no \"schema\": \"{SCHEMA}\"); write one with "
                           "ascend-compat compare --record FILE")
     version = data.get("schema_version")
-    if version != VERSION:
+    if not isinstance(version, str) or version.split(".")[0] != VERSION.split(".")[0]:
         raise RecordError(f"{path!r} is a version {version} run record; this ascend-compat reads version {VERSION}: "
                           "record the reference again with this version")
     if not isinstance(data.get("steps"), list):

@@ -7,6 +7,11 @@ directory), VCS/cache directories and virtualenvs (a directory holding ``pyvenv.
 Files given explicitly are never excluded. Directory symlinks are followed once; a symlink that
 leads back into its own ancestry is reported as a loop, broken symlinks as unreadable; the walk
 never stops on such errors.
+
+Containment, the one rule for what ``check`` and ``migrate`` read and write: a symbolic link met in a
+walk is followed only when its target lies inside one of the given paths (resolved); any other
+(``up -> ..``, ``data -> /mnt/...``) is reported as ``outside-link`` (the link, never its target)
+and nothing behind it is read, written or listed. A path given explicitly is used as given.
 """
 from __future__ import annotations
 
@@ -46,22 +51,27 @@ def kind_of(name: str, explicit: bool = False) -> Optional[str]:
     return "python" if explicit else None
 
 
-def _translate(pattern: str) -> str:
+def _translate(pattern: str) -> List[str]:
+    """The regex of a gitignore pattern, one fragment per token (a character, a class, a wildcard)."""
     out = []
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            if out[-1:] != [_DIRS]:  # "**/**/" is "**/"
+                out.append(_DIRS)
             i += 3
         elif pattern.startswith("/**", i) and i + 3 == n:
-            out.append("/.*")
+            out += [re.escape("/"), _ANY]
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append(_ANY)
             i += 2
+            while i < n and pattern[i] == "*":
+                i += 1
         elif c == "*":
-            out.append("[^/]*")
+            if out[-1:] != [_STAR]:  # "**" handled above; "*" after "*" adds nothing
+                out.append(_STAR)
             i += 1
         elif c == "?":
             out.append("[^/]")
@@ -83,13 +93,59 @@ def _translate(pattern: str) -> str:
         else:
             out.append(re.escape(c))
             i += 1
-    return "".join(out)
+    return out
+
+
+#: wildcard fragments: any run without "/", any run, and zero or more whole directories
+_STAR, _ANY, _DIRS = "[^/]*", ".*", "(?:.*/)?"
+
+
+class _Glob:
+    """A gitignore pattern with more than two wildcards, matched in time linear in the path per
+    token (a regex of such a pattern can backtrack for hours: ``**/`` x 25 or ``a*a*a*...b``)."""
+
+    def __init__(self, fragments: List[str]):
+        self.steps = [f if f in (_STAR, _ANY, _DIRS) else re.compile(f, re.S) for f in fragments]
+
+    def match(self, s: str) -> bool:
+        n = len(s)
+        reach = {0}
+        for step in self.steps:
+            if not reach:
+                return False
+            lo = min(reach)
+            if step == _ANY:
+                reach = set(range(lo, n + 1))
+            elif step == _DIRS:
+                reach = reach | {i + 1 for i in range(lo, n) if s[i] == "/"}
+            elif step == _STAR:
+                grown = set()
+                for p in sorted(reach):
+                    if p in grown:
+                        continue
+                    q = p
+                    while True:
+                        grown.add(q)
+                        if q == n or s[q] == "/":
+                            break
+                        q += 1
+                reach = grown
+            else:
+                reach = {p + 1 for p in reach if p < n and step.fullmatch(s[p])}
+        return n in reach
+
+
+def _compile(fragments: List[str]):
+    """A matcher of the whole path: a regex for up to two wildcards (at most quadratic), else _Glob."""
+    if sum(f in (_STAR, _ANY, _DIRS) for f in fragments) <= 2:
+        return re.compile("".join(fragments) + r"\Z", re.S)
+    return _Glob(fragments)
 
 
 class IgnoreRules:
     """Ordered gitignore-style rules; the last matching rule wins."""
 
-    def __init__(self, rules: Sequence[Tuple[str, "re.Pattern[str]", bool, bool]] = ()):
+    def __init__(self, rules: Sequence[Tuple[str, object, bool, bool]] = ()):
         self.rules = list(rules)
 
     def extended(self, base: str, lines: Iterable[str]) -> "IgnoreRules":
@@ -111,10 +167,10 @@ class IgnoreRules:
                 continue
             anchored = "/" in line
             line = line.lstrip("/")
-            rx = _translate(line)
-            if not anchored:
-                rx = "(?:.*/)?" + rx
-            new.append((base, re.compile(rx + r"\Z", re.S), negate, dir_only))
+            fragments = _translate(line)
+            if not anchored and fragments[:1] != [_DIRS]:
+                fragments.insert(0, _DIRS)
+            new.append((base, _compile(fragments), negate, dir_only))
         return IgnoreRules(new)
 
     def ignored(self, path: str, is_dir: bool) -> bool:
@@ -134,9 +190,12 @@ class IgnoreRules:
         return result
 
 
-def _read_gitignore(directory: str) -> Optional[List[str]]:
+def _read_gitignore(directory: str, roots: Sequence[str] = ()) -> Optional[List[str]]:
+    path = os.path.join(directory, ".gitignore")
+    if roots and os.path.islink(path) and not within(os.path.realpath(path), roots):
+        return None
     try:
-        with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read().splitlines()
     except OSError:
         return None
@@ -144,6 +203,18 @@ def _read_gitignore(directory: str) -> Optional[List[str]]:
 
 #: why a FIFO, socket or device named like a source file is skipped (reading one would block or never end)
 NOT_REGULAR = "not a regular file (a FIFO, socket or device): skipped"
+#: why a symbolic link out of the given paths is not followed (see the module docstring)
+OUTSIDE = "symbolic link to a place outside the given paths: not followed"
+
+
+def within(real: str, roots: Sequence[str]) -> bool:
+    """Whether the resolved path ``real`` is one of the resolved ``roots`` or lies below one."""
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def given_roots(paths: Sequence[str]) -> List[str]:
+    """The resolved given paths: what a walk may reach through symbolic links."""
+    return [os.path.realpath(p) for p in paths if os.path.exists(p)]
 
 
 def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: bool = True
@@ -152,6 +223,7 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
     targets: List[Target] = []
     problems: List[Tuple[str, str, str]] = []
     seen_files = set()
+    roots = given_roots(paths)
     for root in paths:
         if not os.path.lexists(root):
             problems.append((root, "missing", "no such file or directory"))
@@ -169,11 +241,11 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), use_gitignore: b
                 targets.append(Target(root, kind_of(root, explicit=True) or "python"))
             continue
         rules = IgnoreRules().extended(root, exclude) if exclude else IgnoreRules()
-        _walk(root, rules, use_gitignore, targets, problems, seen_files)
+        _walk(root, rules, use_gitignore, targets, problems, seen_files, roots)
     return targets, problems
 
 
-def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
+def _walk(root, rules, use_gitignore, targets, problems, seen_files, roots) -> None:
     try:
         st = os.stat(root)
     except OSError as exc:
@@ -183,7 +255,7 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
     while stack:
         directory, rules, ancestry = stack.pop()
         if use_gitignore:
-            lines = _read_gitignore(directory)
+            lines = _read_gitignore(directory, roots)
             if lines:
                 rules = rules.extended(directory, lines)
         try:
@@ -199,10 +271,16 @@ def _walk(root, rules, use_gitignore, targets, problems, seen_files) -> None:
                 is_dir = e.is_dir()  # follows symlinks
             except OSError:
                 is_dir = False
-            if e.is_symlink() and not os.path.exists(path):
-                if kind_of(e.name):
-                    problems.append((path, NOT_A_FILE, "broken symbolic link: skipped"))
-                continue
+            if e.is_symlink():
+                if not os.path.exists(path):
+                    if kind_of(e.name):
+                        problems.append((path, NOT_A_FILE, "broken symbolic link: skipped"))
+                    continue
+                if not within(os.path.realpath(path), roots):
+                    if (is_dir and e.name not in SKIP_DIRS) or kind_of(e.name):
+                        if not rules.ignored(path, is_dir):
+                            problems.append((path, "outside-link", OUTSIDE))
+                    continue
             if is_dir:
                 if e.name in SKIP_DIRS or rules.ignored(path, True):
                     continue

@@ -5,11 +5,11 @@ In notebooks ``cell`` is the 1-based index of the cell in the notebook and lines
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import List, Optional
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a file of CUDA code can hold a million of them (docs/check_and_migrate.md, Bounds)
 class Finding:
     path: str
     line: int
@@ -24,14 +24,18 @@ class Finding:
     cell: Optional[int] = None
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        if d["cell"] is None:
-            del d["cell"]
+        d = {name: getattr(self, name) for name in _FIELDS}
+        if self.cell is not None:
+            d["cell"] = self.cell
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Finding":
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__})
+
+
+#: the fields of a finding's dict, in order (``cell`` only in notebooks)
+_FIELDS = tuple(name for name in Finding.__dataclass_fields__ if name != "cell")
 
 
 #: the error kind of a path that holds no code: a FIFO, socket or device named like a source file, or a
@@ -71,3 +75,10 @@ class FileResult:
         return cls(path=d["path"], kind=d["kind"], lines=d["lines"],
                    findings=[Finding.from_dict(f) for f in d["findings"]], error=d.get("error"),
                    error_kind=d.get("error_kind"), suppressed=d.get("suppressed", 0))
+
+
+def internal_error(exc: BaseException, doing: str = "analysing") -> str:
+    """The one-line message of a bug met while handling one file (the file is named where it is shown)."""
+    first = str(exc).splitlines()[0][:200] if str(exc).strip() else ""
+    return (f"internal error while {doing} this file ({type(exc).__name__}{': ' + first if first else ''}); "
+            "a bug in ascend-compat: rerun with --debug for the traceback and report it")

@@ -33,8 +33,10 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
+from ascend_compat.analysis import limits
+from ascend_compat.analysis import stream as _stream
 from ascend_compat.analysis.discover import Target, discover
-from ascend_compat.analysis.findings import FileResult, Finding
+from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
@@ -61,6 +63,9 @@ _BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
 _FULL_PARSE_SHARE = 0.6
 #: shorter files are parsed whole
 _CHUNK_MIN_LINES = 200
+#: ... or are more than this many: each piece is parsed behind as many blank lines as precede it,
+#: so many pieces cost pieces x lines (30,000 one-line statements of 1.7 MB: 6 s of parsing)
+_MAX_PIECES = 500
 
 
 @dataclass
@@ -72,6 +77,8 @@ class ScanOptions:
     project: bool = True
     #: the project's facts, set for the second pass (:class:`~ascend_compat.analysis.project.ProjectFacts`)
     project_facts: Optional[object] = None
+    #: let an internal error propagate (``--debug``) instead of reporting it as the file's error
+    debug: bool = False
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -110,15 +117,19 @@ def _analyse_around_errors(path: str, text: str, opts) -> list:
             if index < 0 or lines[index] in ("\n", ""):
                 return []
             lines[index] = "\n"
-        except (ValueError, RecursionError, MemoryError):
+        except (ValueError, MemoryError):
             return []
     return []
 
 
 def _parse(text: str, what: str):
-    with warnings.catch_warnings():
+    """The syntax tree of user code; TooComplex where CPython's parser refuses its depth (see :mod:`limits`)."""
+    with warnings.catch_warnings(), limits.parser_limit():
         warnings.simplefilter("ignore")  # SyntaxWarning for invalid escapes etc.
-        return ast.parse(text, what)
+        try:
+            return ast.parse(text, what)
+        except (RecursionError, MemoryError):  # "too complex" comes as a MemoryError without a message
+            raise limits.TooComplex(limits.TOO_COMPLEX_TO_PARSE) from None
 
 
 def _outside_strings(text: str, start: int, offsets: List[int]) -> List[int]:
@@ -197,8 +208,12 @@ def hot_positions(text: str, words=(), import_starts: Optional[List[int]] = None
             pos.append(i)
         i = text.find("torch", i + 5)
     i = text.find("import")
-    while i != -1:
-        start = text.rfind("\n", 0, i) + 1
+    start = scanned = 0  # the line start is searched for only since the last occurrence (one long
+    while i != -1:       # line of many "import" words made every search go back to its start)
+        nl = text.rfind("\n", scanned, i)
+        if nl != -1:
+            start = nl + 1
+        scanned = i
         m = _IMPORT_LINE.match(text, start)
         if m is not None and m.end() > i:
             pos.append(start)
@@ -236,8 +251,15 @@ def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+_WORD_RUN = re.compile(r"\w+")
+
+
 def _name_positions(text: str, names) -> List[int]:
-    """Offsets where any of ``names`` occurs as a whole identifier."""
+    """Offsets where any of ``names`` occurs as a whole identifier (many names: one pass over the
+    text's words, not one search of the text per name: 30,000 names in 1.7 MB took 44 s)."""
+    if len(names) > 8:
+        names = set(names)
+        return [m.start() for m in _WORD_RUN.finditer(text) if m.group() in names]
     out = []
     n = len(text)
     for name in names:
@@ -251,8 +273,11 @@ def _name_positions(text: str, names) -> List[int]:
     return out
 
 
-def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict] = None):
-    """Findings for Python source; SyntaxError propagates (only from a whole-file parse).
+def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict] = None,
+                    stream_over: Optional[int] = None):
+    """Findings for Python source; SyntaxError propagates (only from a whole-file parse), or
+    PartialAnalysis when a text of over ``stream_over`` characters (default ``stream.STREAM_BYTES``)
+    analysed in windows had statements that do not parse.
 
     With ``sink`` (project mode), ``sink["facts"]`` receives the file's
     :class:`~ascend_compat.analysis.project.FileFacts`. With project facts (the second pass), the symbols its
@@ -278,10 +303,10 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
                 relevant = True
     if not relevant:
         return []
-    analyzer = _analyse_relevant(path, text, opts, base, module, starts)
+    analyzer, stream = _analyse_relevant(path, text, opts, base, module, starts, stream_over)
     if sink is not None:
         sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
-    return analyzer.findings
+    return _stream.finished(stream, analyzer.findings)
 
 
 def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str) -> set:
@@ -301,9 +326,10 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
 
 
 def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], module: Optional[str],
-                      starts: Optional[List[int]] = None):
-    """The finished analyzer of a file that can have findings (hot positions ``base``; ``starts``: the offsets
-    of its import lines, when known)."""
+                      starts: Optional[List[int]] = None, stream_over: Optional[int] = None):
+    """(the finished analyzer, the :class:`stream.Stream` or None) of a file that can have findings (hot
+    positions ``base``; ``starts``: the offsets of its import lines, when known). A text of over
+    ``stream_over`` characters (default ``stream.STREAM_BYTES``) is analysed in windows."""
     from ascend_compat.analysis.visitor import PyAnalyzer
 
     def make(hot=None):
@@ -311,7 +337,9 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
                           project=opts.project_facts)
 
     total_lines = text.count("\n") + 1
-    spans = _chunks(text) if total_lines > _CHUNK_MIN_LINES else [(0, len(text))]
+    streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
+    spans = _chunks(text) if total_lines > _CHUNK_MIN_LINES or streaming else [(0, len(text))]
+    stream = _stream.Stream(path, text, spans, _parse, _members, MAX_BLANKED_LINES) if streaming else None
     seeds: set = _import_seeds(text, starts, module, path)
     trees: dict = {}  # parsed pieces, reused when a later round selects them again
     for _ in range(5):
@@ -319,7 +347,9 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)
         analyzer = make(hot)
-        if not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
+        if stream is not None:
+            stream.feed(analyzer, positions)
+        elif not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
             analyzer = make(hot)
             if "full" not in trees:
                 trees["full"] = _parse(text, path)
@@ -327,16 +357,19 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
         if analyzer.star_imports and analyzer.hot is not None:
             # names a star import binds can be used anywhere without a trigger word: visit everything
             analyzer = make()
-            analyzer.feed(_parse(text, path))
+            if stream is not None:
+                stream.feed(analyzer, None)
+            else:
+                analyzer.feed(_parse(text, path))
             analyzer.finish()
-            return analyzer
+            return analyzer, stream
         new = analyzer.dynamic_names - seeds
         if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
             analyzer.finish()
-            return analyzer
+            return analyzer, stream
         seeds |= new
     analyzer.finish()
-    return analyzer
+    return analyzer, stream
 
 
 def _touches(spans: List[Tuple[int, int]], lines: List[int]) -> bool:
@@ -362,7 +395,7 @@ _MEMBER_SPLIT_MIN_LINES = 60
 
 def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     """Member statements of a top-level class chunk as [(start, end)], header first; None = do not split."""
-    if not text.startswith("class", s):
+    if not text.startswith("class", s) or not text[s + 5:s + 6].isspace():  # not classification = [...]
         return None
     nl = text.find("\n", s, e)
     if nl == -1:
@@ -411,7 +444,7 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None)
                 pieces.append((a, b, True))
             else:
                 skipped.append((a, b))
-    if sum(text.count("\n", a, b) for a, b, _ in pieces) > _FULL_PARSE_SHARE * total_lines:
+    if len(pieces) > _MAX_PIECES or sum(text.count("\n", a, b) for a, b, _ in pieces) > _FULL_PARSE_SHARE * total_lines:
         return False
     chosen = set(selected)
     for i, (st, en) in enumerate(spans):  # what was not parsed counts as skipped
@@ -443,7 +476,10 @@ def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None)
 def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> List[Finding]:
     from ascend_compat.analysis.visitor import PyAnalyzer, suppressions
 
-    nb = json.loads(text)
+    try:
+        nb = json.loads(text)
+    except RecursionError:
+        raise ValueError("the notebook's JSON is nested too deeply to read") from None
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         raise ValueError("not a Jupyter notebook (no 'cells' list)")
@@ -453,7 +489,11 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
     for idx, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        src = cell_source(cell)
+        try:
+            src = cell_source(cell)
+        except ValueError as exc:
+            errors.append(f"cell {idx}: {exc}; not analysed")
+            continue
         code = sanitize_cell(src)
         result.lines += src.count("\n") + 1
         if code is None:
@@ -462,11 +502,13 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
         supp[idx] = suppressions(src)
         try:
             analyzer.feed(_parse(code, f"{path} cell {idx}"))
-        except (SyntaxError, ValueError) as exc:
-            errors.append(f"cell {idx} line {getattr(exc, 'lineno', '?')}: {getattr(exc, 'msg', exc)}")
+        except SyntaxError as exc:
+            errors.append(f"cell {idx} line {exc.lineno}: syntax error: {exc.msg}")
+        except ValueError as exc:  # NUL bytes, or limits.TooComplex
+            errors.append(f"cell {idx}: {exc}")
     findings = analyzer.finish()
     if errors:
-        result.error = "syntax error in " + "; ".join(errors)
+        result.error = "; ".join(errors)
         result.error_kind = "parse-error"
     kept = []
     for f in findings:
@@ -478,8 +520,15 @@ def _notebook(path: str, text: str, opts: ScanOptions, result: FileResult) -> Li
 
 
 def cell_source(cell: dict) -> str:
+    """A notebook cell's source: a string or a list of strings (nbformat); ValueError for anything else."""
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    if isinstance(src, str):
+        return src
+    if isinstance(src, list) and all(isinstance(x, str) for x in src):
+        return "".join(src)
+    held = type(src).__name__ if not isinstance(src, list) else \
+        "a list holding " + next(type(x).__name__ for x in src if not isinstance(x, str))
+    raise ValueError(f"its source is not text ({held})")
 
 
 _MAGIC_LINE = re.compile(r"^\s*[%!]|^\s*\w[\w.]*\?\??\s*$")
@@ -541,7 +590,20 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _analyse_bytes(path, kind, data, opts, result)
+        try:
+            _analyse_bytes(path, kind, data, opts, result)
+        except RecursionError:  # deeper than the visitors reach with the normal recursion limit
+            result = FileResult(path=path, kind=kind)
+            try:
+                limits.deep(_analyse_bytes, path, kind, data, opts, result)
+            except RecursionError:
+                result = FileResult(path=path, kind=kind, lines=result.lines, error_kind="too-complex",
+                                    error=limits.TOO_DEEP)
+    except Exception as exc:  # a bug of ours: this file's error, and the run goes on
+        if opts.debug:
+            raise
+        return FileResult(path=path, kind=kind, lines=result.lines, error_kind="internal-error",
+                          error=internal_error(exc))
     finally:
         if collecting:
             gc.enable()
@@ -578,14 +640,27 @@ def _analyse_bytes(path: str, kind: str, data: bytes, opts: ScanOptions, result:
             return
         else:
             findings = _other_kind(path, kind, text)
+    except _stream.PartialAnalysis as exc:  # a large file: the rest of it was analysed
+        result.error_kind, findings = exc.kind, exc.findings
+        result.error = f"{exc.msg}; analysed without it ({len(findings)} finding(s) kept)"
     except SyntaxError as exc:
         result.error_kind = "parse-error"
         result.error = f"syntax error at line {exc.lineno}: {exc.msg}"
         if kind != "python":
             return
-        findings = _analyse_around_errors(path, text, opts)
+        if len(text) > _stream.WINDOW_BYTES:  # each broken line costs a window's parse, not the file's
+            try:
+                findings = _analyse_python(path, text, opts, stream_over=0)
+            except _stream.PartialAnalysis as partial:
+                findings = partial.findings
+        else:
+            findings = _analyse_around_errors(path, text, opts)
         result.error += f"; analysed without the lines that do not parse ({len(findings)} finding(s) kept)"
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except limits.TooComplex as exc:
+        result.error_kind = "too-complex"
+        result.error = str(exc)
+        return
+    except (ValueError, MemoryError) as exc:
         result.error_kind = "parse-error"
         result.error = f"cannot parse: {type(exc).__name__}: {exc}"[:300]
         return
@@ -657,16 +732,19 @@ def _init_worker(opts: ScanOptions) -> None:
     _WORKER_OPTS = opts
 
 
-def _work(item: Tuple[int, str, str]) -> Tuple[int, FileResult]:
-    idx, path, kind = item
-    return idx, scan_file(path, kind, _WORKER_OPTS)
+def _work(items: List[Tuple[int, str, str]]) -> List[Tuple[int, FileResult]]:
+    return [(idx, scan_file(path, kind, _WORKER_OPTS)) for idx, path, kind in items]
 
 
 def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, jobs: Optional[int] = None,
                  progress: Optional[Callable[[int, int], None]] = None) -> List[FileResult]:
     """Analyse targets, in parallel when worthwhile; results in target order. With ``opts.project`` (the
     default), what the files tell each other is resolved in further passes over the files it can change
-    (:mod:`ascend_compat.analysis.project`)."""
+    (:mod:`ascend_compat.analysis.project`).
+
+    A worker process that dies (killed by the kernel for memory, or a signal) never stalls the run:
+    the files it left are analysed again one process each, and a file that kills its process again
+    gets that as its error."""
     from dataclasses import replace
 
     from ascend_compat.analysis.project import MAX_ROUNDS, ProjectFacts
@@ -712,16 +790,58 @@ def _scan_each(targets: Sequence[Target], opts: ScanOptions, jobs: Optional[int]
                 progress(k + 1, n)
         return out  # type: ignore[return-value]
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
 
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
     chunk = max(1, min(32, n // (jobs * 8)))
-    with ctx.Pool(jobs, initializer=_init_worker, initargs=(opts,)) as pool:
-        for k, (i, res) in enumerate(pool.imap_unordered(_work, items, chunksize=chunk)):
-            out[i] = res
+    done = 0
+    with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(opts,)) as pool:
+        futures = [pool.submit(_work, items[i:i + chunk]) for i in range(0, n, chunk)]
+        try:
+            for fut in as_completed(futures):
+                for i, res in fut.result():
+                    out[i] = res
+                    done += 1
+                    if progress:
+                        progress(done, n)
+        except BrokenProcessPool:
+            pass  # the files without a result are analysed one by one below
+    for i, p, kind in items:
+        if out[i] is None:
+            out[i] = _isolated(ctx, p, kind, opts)
+            done += 1
             if progress:
-                progress(k + 1, n)
+                progress(done, n)
     return out  # type: ignore[return-value]
+
+
+def _to_pipe(conn, path: str, kind: str, opts: ScanOptions) -> None:
+    conn.send(scan_file(path, kind, opts))
+    conn.close()
+
+
+def _isolated(ctx, path: str, kind: str, opts: ScanOptions) -> FileResult:
+    """scan_file in a process of its own; an error result naming how it died if it does."""
+    import signal
+
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_to_pipe, args=(send, path, kind, opts), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        return receive.recv()
+    except EOFError:
+        proc.join()
+        code = proc.exitcode or 0
+        how = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.Signals._value2member_map_ \
+            else f"exit status {code}"
+        return FileResult(path=path, kind=kind, error_kind="internal-error",
+                          error=f"the process analysing this file died ({how}; out of memory?): not analysed")
+    finally:
+        proc.join()
+        receive.close()
 
 
 def scan_paths(paths: Sequence[str], exclude: Sequence[str] = (), opts: Optional[ScanOptions] = None,

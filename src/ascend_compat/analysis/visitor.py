@@ -19,6 +19,7 @@ import ast
 import bisect
 import functools
 import re
+from array import array
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ascend_compat.analysis.findings import Finding
@@ -38,6 +39,7 @@ _BACKEND_NAME = re.compile(r"backend", re.I)
 
 #: the knowledge record of an environment variable name (cached: tried for upper-case string constants)
 _env_var = functools.lru_cache(maxsize=4096)(env_vars.lookup)
+_NEWLINE = re.compile("\n")
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
@@ -147,7 +149,9 @@ class PyAnalyzer:
         self.text = text
         self.version = torch_npu_version
         self.cell = cell
-        self._lines: Optional[List[str]] = None
+        #: offsets where the lines of ``text`` start (see :meth:`_line`), and whether it is ASCII
+        self._lines: Optional[array] = None
+        self._ascii: Optional[bool] = None
         self.findings: List[Finding] = []
         self._cell_texts: Dict[Optional[int], str] = {cell: text}
         self._seen: Set[tuple] = set()
@@ -205,13 +209,13 @@ class PyAnalyzer:
 
     def set_cell(self, cell: Optional[int], text: str) -> None:
         """Notebooks: the following trees come from this cell (positions count within it)."""
-        self.cell, self.text, self._lines = cell, text, None
+        self.cell, self.text, self._lines, self._ascii = cell, text, None, None
         self._cell_texts[cell] = text
         self.full_text = "\n".join(t for t in self._cell_texts.values() if t)
 
     def _in_cell(self, cell: Optional[int]) -> None:
         if cell != self.cell:
-            self.cell, self.text, self._lines = cell, self._cell_texts[cell], None
+            self.cell, self.text, self._lines, self._ascii = cell, self._cell_texts[cell], None, None
 
     def visit(self, node) -> None:
         t = type(node)
@@ -322,25 +326,33 @@ class PyAnalyzer:
             return base + "." + ".".join(attrs)
         return base
 
+    def _line(self, n: int) -> Optional[str]:
+        """Line ``n`` (1-based, ``\\n``-separated) of the current text, through a table of line starts
+        (a large file's lines as a list of strings take several times its size)."""
+        starts = self._lines
+        if starts is None:
+            starts = self._lines = array("q", [0])
+            starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+        if not 0 < n <= len(starts):
+            return None
+        return self.text[starts[n - 1]:starts[n] - 1 if n < len(starts) else len(self.text)]
+
     def segment(self, node) -> Optional[str]:
         """Source text of a node (like ast.get_source_segment, without re-splitting the file)."""
-        if self._lines is None:
-            self._lines = self.text.split("\n")
         l1, l2 = node.lineno, getattr(node, "end_lineno", None)
-        if l2 is None or not (0 < l1 <= l2 <= len(self._lines)):
+        if l2 is None or l1 < 1 or l2 < l1 or self._line(l2) is None:
             return None
-        seg = [ln.encode("utf-8") for ln in self._lines[l1 - 1:l2]]
+        seg = [self._line(n).encode("utf-8") for n in range(l1, l2 + 1)]
         seg[-1] = seg[-1][:node.end_col_offset]
         seg[0] = seg[0][node.col_offset:]
         return b"\n".join(seg).decode("utf-8", "replace")
 
     def _col(self, line: int, col_offset: int) -> int:
-        if self._lines is None:
-            self._lines = self.text.split("\n")
-        if 0 < line <= len(self._lines):
-            s = self._lines[line - 1]
-            if not s.isascii():
-                return len(s.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
+        if self._ascii is None:
+            self._ascii = self.text.isascii()
+        s = None if self._ascii else self._line(line)
+        if s is not None and not s.isascii():
+            return len(s.encode("utf-8")[:col_offset].decode("utf-8", "replace")) + 1
         return col_offset + 1
 
     def report(self, node, rule: str, message: str, suggestion: Optional[str] = None,

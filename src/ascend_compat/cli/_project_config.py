@@ -36,18 +36,34 @@ class ProjectConfig:
     fail_on: Optional[str] = None
 
 
+#: a pyproject.toml larger than this is no configuration file (it is not read further)
+MAX_CONFIG_BYTES = 4 << 20
+
+
+def _read_head(path: str) -> bytes:
+    """Up to MAX_CONFIG_BYTES + 1 bytes of ``path`` (OSError propagates)."""
+    with open(path, "rb") as fh:
+        return fh.read(MAX_CONFIG_BYTES + 1)
+
+
 def _load_toml(path: str) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib
     else:
         import tomli as tomllib
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        data = _read_head(path)
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}", USAGE) from None
-    except tomllib.TOMLDecodeError as exc:
+    if len(data) > MAX_CONFIG_BYTES:
+        raise CliError(f"{path} is over {MAX_CONFIG_BYTES >> 20} MB: not a configuration file; "
+                       "pass --no-config to ignore it", USAGE)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CliError(f"{path} is not valid TOML: {exc}", USAGE) from None
+    except RecursionError:
+        raise CliError(f"{path} is nested too deeply to read as TOML; pass --no-config to ignore it", USAGE) from None
 
 
 def find(start: str) -> Optional[str]:
@@ -59,8 +75,7 @@ def find(start: str) -> Optional[str]:
         candidate = os.path.join(here, "pyproject.toml")
         if os.path.isfile(candidate):
             try:
-                with open(candidate, "rb") as fh:
-                    has_table = b"ascend-compat" in fh.read()
+                has_table = b"ascend-compat" in _read_head(candidate)
             except OSError:
                 has_table = False
             if has_table and "ascend-compat" in _load_toml(candidate).get("tool", {}):

@@ -5,9 +5,14 @@
   holds the report alone and parses (docs/cli.md: "standard output is only ever the report"). The
   redirection is made on file descriptor 1, so output of C extensions and of child processes the
   script starts moves too;
-* :func:`time_limit` - ``--timeout SECONDS``: the script is stopped after that much wall time
-  (:class:`ScriptTimeout`, a ``SystemExit`` the script's ``except Exception`` does not swallow) and the
-  tool reports what it saw until then.
+* :class:`StopLimits` - ``--steps N`` and ``--timeout SECONDS``: the script is stopped after N
+  optimizer steps or that much wall time, by :class:`ScriptStopped` raised in the script's thread (a
+  ``SystemExit`` with status 0, so the script's own ``except Exception`` handlers do not swallow it and
+  the launcher returns as from a script that ended); the tool then reports what it saw and says why
+  (:attr:`StopLimits.why`). A step ends when ``optimizer.step()`` returns. The timeout uses ``SIGALRM``
+  in the main thread of a POSIX process and ``_thread.interrupt_main`` elsewhere; a long native call
+  finishes first;
+* :func:`timeout_seconds` - the argparse type of ``--timeout``.
 """
 from __future__ import annotations
 
@@ -15,15 +20,10 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Iterator, Optional
+import threading
+from typing import Any, Iterator, List, Optional
 
-
-class ScriptTimeout(SystemExit):
-    """Raised in the script's thread when ``--timeout`` runs out."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(0)
-        self.seconds = seconds
+__all__ = ["script_output", "ScriptStopped", "StopLimits", "timeout_seconds"]
 
 
 def timeout_seconds(text: str) -> float:
@@ -56,40 +56,69 @@ def script_output(report_format: str, report_to_stdout: bool) -> Iterator[None]:
         os.close(saved)
 
 
-class Limit:
-    """What :func:`time_limit` yields: ``expired`` tells whether the time ran out."""
+class ScriptStopped(SystemExit):
+    """Raised into the script to stop it (``code`` 0); ``why`` says which limit."""
 
-    def __init__(self, seconds: Optional[float]) -> None:
-        self.seconds = seconds
-        self.expired = False
+    def __init__(self, why: str) -> None:
+        super().__init__(0)
+        self.why = why
 
 
-@contextlib.contextmanager
-def time_limit(seconds: Optional[float]) -> Iterator[Limit]:
-    """Raise :class:`ScriptTimeout` in this (the main) thread after ``seconds`` of wall time (None: no
-    limit); yields a :class:`Limit`. Uses ``SIGALRM`` (POSIX): a script blocked inside one long native
-    call is stopped when that call returns."""
-    limit = Limit(seconds)
-    if seconds is None:
-        yield limit
-        return
-    import signal
+class StopLimits:
+    """A context manager stopping the script after ``steps`` optimizer steps or ``timeout`` seconds
+    (either may be None: no limit). ``why`` is empty, or the reason the script was stopped."""
 
-    if not hasattr(signal, "setitimer"):
-        from ascend_compat.cli._common import USAGE, CliError
+    def __init__(self, steps: Optional[int] = None, timeout: Optional[float] = None) -> None:
+        self.steps, self.timeout = steps, timeout
+        self.done = 0
+        self.why = ""
+        self._hooks: List[Any] = []
+        self._timer = None
+        self._old_handler = None
 
-        raise CliError("--timeout needs POSIX signals (SIGALRM), which this platform does not have", USAGE)
+    def _step(self, *args, **kwargs) -> None:
+        self.done += 1
+        if self.steps is not None and self.done >= self.steps and not self.why:
+            self.why = f"stopped after {self.steps} step(s) (--steps)"
+            raise ScriptStopped(self.why)
 
-    def expire(signum, frame):
-        limit.expired = True
-        raise ScriptTimeout(seconds)
+    def _expire(self, *args) -> None:
+        if not self.why:
+            self.why = f"stopped after {self.timeout:g} s (--timeout)"
+            raise ScriptStopped(self.why)
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield limit
-    except ScriptTimeout:  # the timer fired after the script returned, in the tool's own code
-        pass
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    def __enter__(self) -> "StopLimits":
+        if self.steps is not None:
+            from torch.optim import optimizer as optim_module
+
+            self._hooks.append(optim_module.register_optimizer_step_post_hook(self._step))
+        if self.timeout is not None:
+            import signal
+
+            if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+                self._old_handler = signal.signal(signal.SIGALRM, self._expire)
+                signal.setitimer(signal.ITIMER_REAL, self.timeout)
+            else:
+                import _thread
+
+                self._timer = threading.Timer(self.timeout, _thread.interrupt_main)
+                self._timer.daemon = True
+                self._timer.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+        if self._old_handler is not None:
+            import signal
+
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._old_handler)
+            self._old_handler = None
+        if self._timer is not None:
+            self._timer.cancel()
+            if exc_type is KeyboardInterrupt and not self.why:
+                self.why = f"stopped after {self.timeout:g} s (--timeout)"
+                return True
+        return isinstance(exc, ScriptStopped)  # also a timer that fired after the script returned

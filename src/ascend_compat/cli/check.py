@@ -136,13 +136,16 @@ def _check_output(path):
         raise CliError(f"--output {path} is a directory; give a file name", USAGE)
 
 
-def _read_stdin(tmpdir: str) -> str:
+def _read_stdin(tmpdir: str, max_bytes: int) -> str:
     from ascend_compat.cli._common import INPUT, USAGE, CliError
 
     if sys.stdin is None or sys.stdin.isatty():
         raise CliError("'-' reads Python source from standard input: pipe a file in "
                        "(cat train.py | ascend-compat check -)", USAGE)
-    data = sys.stdin.buffer.read()
+    data = sys.stdin.buffer.read(max_bytes + 1)  # never more: standard input may not end (cat /dev/zero |)
+    if len(data) > max_bytes:
+        raise CliError(f"standard input holds more than the {max_bytes / 1e6:.0f} MB limit: not analysed "
+                       "(raise it with --max-file-size)", INPUT)
     if not data.strip():
         raise CliError("standard input is empty: no Python code to check", INPUT)
     path = os.path.join(tmpdir, "stdin.py")
@@ -163,7 +166,7 @@ def _scan(args, settings, opts, progress_on):
 
     paths = args.paths or ["."]
     with tempfile.TemporaryDirectory(prefix="ascend-compat-stdin-") as tmp:
-        stdin_path = _read_stdin(tmp) if "-" in paths else None
+        stdin_path = _read_stdin(tmp, opts.max_bytes) if "-" in paths else None
         real = [stdin_path if p == "-" else p for p in paths]
         targets, problems = discover(real, settings["exclude"], not args.no_gitignore)
         missing = [p for p, kind, _ in problems if kind == "missing" and p in real]
@@ -192,10 +195,12 @@ def _filter(results, select, ignore) -> None:
                       if (select is None or f.rule in select) and f.rule not in ignore]
 
 
-def _render(fmt, report, results, args) -> str:
-    from ascend_compat.analysis.report import render
+def _render(fmt, report, results, args):
+    """The report's text in pieces (a report of a million findings is never held whole)."""
+    from ascend_compat.analysis.report import render_chunks
 
-    return render(fmt, report, summary_only=args.summary, scanned=[r.path for r in results if r.kind != "unknown"])
+    return render_chunks(fmt, report, summary_only=args.summary,
+                         scanned=[r.path for r in results if r.kind != "unknown"])
 
 
 def main(args) -> int:
@@ -214,10 +219,10 @@ def main(args) -> int:
 
         version = data.resolve_version(version)
     opts = ScanOptions(torch_npu_version=version, max_bytes=int(args.max_file_size * 1024 * 1024),
-                       cache_dir=_cache_dir(args))
+                       cache_dir=_cache_dir(args), debug=bool(getattr(args, "debug", False)))
     results, missing = _scan(args, settings, opts, progress_enabled(args))
     _filter(results, settings["select"], settings["ignore"])
-    report = build(results, version)
+    report = build(results, version, consume=True)
     if args.output:
         from ascend_compat._files import write_text_atomic
 
@@ -230,7 +235,8 @@ def main(args) -> int:
 
         render_rich(report, _console.console(sys.stdout), summary_only=args.summary)
     else:
-        sys.stdout.write(_render(args.format, report, results, args))
+        for piece in _render(args.format, report, results, args):
+            sys.stdout.write(piece)
         sys.stdout.flush()
     errors = report["summary"]["files_with_errors"]
     for path in missing:

@@ -22,6 +22,7 @@ import os
 import sys
 
 from ascend_compat.cli._common import positive_int
+from ascend_compat.cli._watch import timeout_seconds
 
 HELP = "run a script with every NPU op checked against CUDA's accuracy; report the first op that is worse"
 
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare only ops run inside modules with these path prefixes (Model.layers.0)")
     parser.add_argument("--steps", type=positive_int, default=None, metavar="N",
                         help="stop the script after N steps (a step ends at optimizer.step())")
-    parser.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+    parser.add_argument("--timeout", type=timeout_seconds, default=None, metavar="SECONDS",
                         help="stop the script after SECONDS and report what ran")
     parser.add_argument("--max-numel", type=positive_int, default=None, metavar="N",
                         help="skip outputs with more than N elements")
@@ -65,15 +66,6 @@ def _names(text: str):
         raise argparse.ArgumentTypeError("give at least one name")
     return names
 
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
-    return value
 
 
 def _check_options(args) -> None:
@@ -123,15 +115,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run_script(args, target, *contexts):
-    """Run the script (its stdout to stderr) inside ``contexts`` and the stop limits; (code, why stopped)."""
-    from ascend_compat.cli._stop import StopLimits
+    """Run the script (its stdout to stderr when the report is JSON on stdout) inside ``contexts`` and the stop limits; (code, why stopped)."""
+    from ascend_compat.cli._watch import StopLimits, script_output
     from ascend_compat.cli._script import run_to_status
 
     limits = StopLimits(args.steps, args.timeout)
     with contextlib.ExitStack() as stack:
         for ctx in contexts:
             stack.enter_context(ctx)
-        with limits, contextlib.redirect_stdout(sys.stderr):
+        with limits, script_output(args.format, args.output is None and not args.record):
             code = run_to_status(args.module, target, "compare")
     return code, limits.why
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 HELP = "rewrite CUDA-specific code for Ascend (prints a diff; --write or --output to apply)"
 
@@ -57,7 +59,12 @@ def _migrate(args, targets, migrate_paths):
                            total=len(targets)) as update:
         return migrate_paths(args.paths, write=args.write, output_dir=args.output, exclude=args.exclude,
                              annotate=args.annotate, torch_npu_version=args.torch_npu_version,
-                             use_gitignore=not args.no_gitignore, progress=lambda done, total: update(done))
+                             use_gitignore=not args.no_gitignore, progress=lambda done, total: update(done),
+                             debug=bool(getattr(args, "debug", False)))
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 _DIFF_STYLE = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
@@ -87,6 +94,9 @@ def main(args) -> int:
                        "reinstall: pip install 'libcst>=1.1'", INTERNAL) from None
     if args.changes and not os.path.isdir(os.path.dirname(os.path.abspath(args.changes))):
         raise CliError(f"--changes {args.changes}: its directory does not exist", USAGE)
+    if (args.write or args.output) and threading.current_thread() is threading.main_thread():
+        # SIGTERM ends the run through Python, so a write under way removes its temporary file
+        signal.signal(signal.SIGTERM, _terminated)
     targets = _targets(args)
     try:
         outcomes = _migrate(args, targets, migrate_paths)
@@ -114,6 +124,15 @@ def main(args) -> int:
         for path, f in remaining:
             where = (f"cell {f.cell} " if f.cell is not None else "") + f"{f.line}"
             err.write(f"  {path}:{where}: [{f.rule}] {f.handling}: {f.suggestion}\n")
+    removed = [p for o in outcomes for p in o.leftovers_removed]
+    kept = [p for o in outcomes for p in o.leftovers_kept]
+    if removed:
+        err.write(f"removed {len(removed)} temporary file(s) an interrupted run left:\n")
+        err.writelines(f"  {p}\n" for p in removed)
+    if kept:
+        err.write(f"temporary file(s) of an unfinished write ({len(kept)}; migrate --write removes those "
+                  "whose process is gone, remove others by hand once no migrate runs):\n")
+        err.writelines(f"  {p}\n" for p in kept)
     if errors:
         err.write(f"left untouched ({len(errors)}):\n")
         for o in errors:

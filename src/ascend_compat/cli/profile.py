@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 
-from ascend_compat.cli._watch import script_output, time_limit, timeout_seconds
+from ascend_compat.cli._watch import StopLimits, script_output, timeout_seconds
 
 HELP = "run a training script and report why its steps will be slow on Ascend, line by line"
 
@@ -117,14 +117,14 @@ def main(args: argparse.Namespace) -> int:
     from ascend_compat.perf.record import StopProfiling, profile
 
     recorder = profile(steps=args.steps, warmup=args.warmup, auto_step=True, stop_after=not args.run_to_end)
-    with script_output(args.format, args.output is None), time_limit(args.timeout) as limit:
+    with script_output(args.format, args.output is None), StopLimits(timeout=args.timeout) as limits:
         try:
             with recorder:
                 code = run_to_status(args.module, target, "profile")
         except StopProfiling:
             code = 0
-    if limit.expired:
-        recorder.stopped(f"the script was stopped by --timeout after {limit.seconds:g} s")
+    if limits.why:
+        recorder.stopped(f"the script was {limits.why}")
     backend = "the simulated NPU" if args.simulate else ""
     return _finish(args, recorder.report(backend, phases=args.phases), code)
 

@@ -216,6 +216,8 @@ NEEDLES = {
 
 #: bytes read per step when streaming a log (memory stays a few times this, whatever the log's size)
 BLOCK = 4 << 20
+#: NUL bytes in a row (in whole blocks) after which input is binary, not padding (plog padding is far shorter)
+MAX_NUL_RUN = 64 << 20
 _COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"),
                (b"PK\x03\x04", "zip"))
 _DECOMPRESS = {"gzip": "zcat", "bzip2": "bzcat", "xz": "xzcat", "zstd": "zstdcat", "zip": "unzip -p"}
@@ -439,7 +441,14 @@ def iter_log_text(path: str, progress=None):
         encoding, bom = _encoding(first[:8192], name)
         decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
         data, done, rest, checked = first[bom:], len(first), "", False
+        nul_run = 0  # bytes of NUL-only blocks in a row
         while data:
+            nul_run = nul_run + len(data) if data.count(0) == len(data) else 0
+            if nul_run and (nul_run == done or nul_run > MAX_NUL_RUN):
+                # padding ends a text; NULs from the start, or without end (/dev/zero), are no log
+                amount = f"{nul_run >> 20} MB" if nul_run >= 1 << 20 else f"{nul_run} bytes"
+                where = "nothing but" if nul_run == done else "after its text, over"
+                raise LogReadError(f"{name} looks binary ({where} {amount} of NUL bytes), not a text log")
             text = decoder.decode(data)
             if "\x00" in text:
                 text = text.replace("\x00", "")

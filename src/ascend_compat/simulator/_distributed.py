@@ -54,6 +54,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ReduceOp
 
+from ascend_compat.simulator import _host
+
 __all__ = ["register_hccl", "is_hccl_available", "ProcessGroupHCCL"]
 
 _STORE_PREFIX = "ascend_compat_sim_hccl"
@@ -442,7 +444,7 @@ class ProcessGroupHCCL(dist.ProcessGroup):
                     + _dist_error("PARAM")
                 )
         flat_in = torch.cat([t.reshape(-1) for t in ins])
-        flat_out = torch.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)
+        flat_out = _host.empty(sum(t.numel() for t in outs), dtype=flat_in.dtype)
         self._comm.wait(self._gloo.alltoall_base(
             flat_out, flat_in, [t.numel() for t in outs], [t.numel() for t in ins]
         ))

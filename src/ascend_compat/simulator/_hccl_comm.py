@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 from ascend_compat.errors import hccl_text, torch_npu_text
 from ascend_compat.knowledge import hccl_env, rank_table
-from ascend_compat.simulator import _error_code, _hccl_heartbeat, _plog
+from ascend_compat.simulator import _error_code, _hccl_heartbeat, _host, _plog
 
 _OPCODES = {name: i for i, name in enumerate(hccl_text.OPS, start=1)}
 #: ops whose element count HCCL requires to be equal on every rank
@@ -194,9 +194,10 @@ class Communicator:
     def _check_arguments(self, op: str, count: int, dtype) -> None:
         import torch
 
-        mine = torch.tensor([_OPCODES.get(op, 0), count if op in _COUNTED else 0, _dtype_code(dtype)],
+        # host factories: under DeepSpeed's zero.Init the public torch.tensor/zeros add device="npu"
+        mine = _host.tensor([_OPCODES.get(op, 0), count if op in _COUNTED else 0, _dtype_code(dtype)],
                             dtype=torch.int64)
-        everyone = torch.zeros(self.size * 3, dtype=torch.int64)
+        everyone = _host.empty(self.size * 3, dtype=torch.int64).zero_()
         self.wait(self.gloo.allgather([list(everyone.split(3))], [mine]))
         table = everyone.view(self.size, 3).tolist()
         for peer in dict.fromkeys(((self.rank - 1) % self.size, (self.rank + 1) % self.size)):

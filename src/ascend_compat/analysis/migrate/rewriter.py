@@ -54,9 +54,11 @@ class Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, module: cst.Module, findings: Sequence[Finding], registry: Registry,
-                 version: Optional[str], path: str, cell: Optional[int] = None):
+                 version: Optional[str], path: str, cell: Optional[int] = None, line_offset: int = 0):
+        """``module`` may be one statement of the file: its line 1 is the file's ``line_offset + 1``."""
         super().__init__()
         self.module, self.reg, self.version, self.path, self.cell = module, registry, version, path, cell
+        self.line_offset = line_offset
         self.by_pos: Dict[Tuple[int, int], List[Finding]] = {}
         self.by_line: Dict[Tuple[int, str], List[Finding]] = {}
         for f in findings:
@@ -72,7 +74,7 @@ class Rewriter(cst.CSTTransformer):
     # ------------------------------------------------------------------ plumbing
     def _pos(self, node) -> Tuple[int, int]:
         p = self.get_metadata(PositionProvider, node).start
-        return p.line, p.column
+        return p.line + self.line_offset, p.column
 
     def _take(self, pos, rules) -> Optional[Finding]:
         for f in self.by_pos.get(pos, ()):
@@ -124,7 +126,8 @@ class Rewriter(cst.CSTTransformer):
             f = self._take(self._pos(orig.func.attr), self.reg.rewrite_method)
             if f is not None and func.attr.value == self.reg.rewrite_method[f.rule][0]:
                 new_name = self.reg.rewrite_method[f.rule][1]
-                self._record(f, f".{func.attr.value}(", f".{new_name}(")
+                # the line of the name rewritten (a receiver may span lines: "foo(\n...\n).cuda()")
+                self._record(f, f".{func.attr.value}(", f".{new_name}(", self._pos(orig.func.attr)[0])
                 return upd.with_changes(func=func.with_changes(attr=cst.Name(new_name)))
         return upd
 
@@ -141,7 +144,7 @@ class Rewriter(cst.CSTTransformer):
         f = self._take(self._pos(orig), self.reg.rewrite_attr)
         if f is not None and id(f) not in self.done and upd.attr.value == self.reg.rewrite_attr[f.rule][0]:
             new = upd.with_changes(attr=cst.Name(self.reg.rewrite_attr[f.rule][1]))
-            self._record(f, self._code(orig), self._code(new))
+            self._record(f, self._code(orig), self._code(new), self._pos(orig.attr)[0])
             return new
         f = self._targets.get(id(orig))
         if f is None:

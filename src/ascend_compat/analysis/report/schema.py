@@ -16,12 +16,20 @@ SCHEMA_ID = schema_id("check")
 SCHEMA_VERSION = VERSIONS["check"]
 
 
-def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None) -> dict:
-    """The report dict: summary + the files that have findings or errors (in scan order)."""
+def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None, consume: bool = False) -> dict:
+    """The report dict: summary + the files that have findings or errors (in scan order). With ``consume``
+    each result's findings are turned into the report's dicts one by one and dropped from the result (so a
+    million findings are not held twice; ``check`` needs only the report afterwards)."""
     from ascend_compat._version import __version__
 
     results = list(results)
-    findings = [f for r in results for f in r.findings]
+    handling, rules, categories, total = Counter(), Counter(), Counter(), 0
+    for r in results:
+        total += len(r.findings)
+        handling.update(f.handling for f in r.findings)
+        rules.update(f.rule for f in r.findings)
+        categories.update(f.category for f in r.findings)
+    with_findings = sum(1 for r in results if r.findings)
     overall = rate_all(results)
     files = []
     for r in results:
@@ -35,9 +43,8 @@ def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None
             "difficulty": {"level": rating.level, "reasons": rating.reasons},
             "error": {"kind": r.error_kind, "message": r.error} if r.error else None,
             "suppressed": r.suppressed,
-            "findings": [f.to_dict() for f in r.findings],
+            "findings": _dicts(r, consume),
         })
-    handling = Counter(f.handling for f in findings)
     return {
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
@@ -45,16 +52,26 @@ def build(results: Iterable[FileResult], torch_npu_version: Optional[str] = None
         "torch_npu_version": torch_npu_version,
         "summary": {
             "files_scanned": sum(1 for r in results if r.kind != "unknown"),
-            "files_with_findings": sum(1 for r in results if r.findings),
+            "files_with_findings": with_findings,
             "files_with_errors": sum(1 for r in results if r.not_analysed),
             "files_skipped": sum(1 for r in results if r.error_kind == NOT_A_FILE),
             "lines": sum(r.lines for r in results),
-            "total": len(findings),
+            "total": total,
             "by_handling": {h: handling.get(h, 0) for h in ("auto", "partial", "manual")},
-            "by_rule": dict(sorted(Counter(f.rule for f in findings).items())),
-            "by_category": dict(sorted(Counter(f.category for f in findings).items())),
+            "by_rule": dict(sorted(rules.items())),
+            "by_category": dict(sorted(categories.items())),
             "suppressed": sum(r.suppressed for r in results),
             "difficulty": {"level": overall.level, "reasons": overall.reasons},
         },
         "files": files,
     }
+
+
+def _dicts(result: FileResult, consume: bool) -> list:
+    if not consume:
+        return [f.to_dict() for f in result.findings]
+    findings, out = result.findings, []
+    findings.reverse()
+    while findings:
+        out.append(findings.pop().to_dict())
+    return out

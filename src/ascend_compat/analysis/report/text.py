@@ -6,7 +6,7 @@ attention").
 content on a terminal: coloured, tables wrapped to the console width (rich, imported there)."""
 from __future__ import annotations
 
-from typing import List
+from typing import Iterator, List
 
 from ascend_compat.analysis.rules.catalog import RULES
 
@@ -20,26 +20,31 @@ def _box(rows: List[tuple], title: str) -> List[str]:
 
 
 def render(report: dict, summary_only: bool = False, **_kw) -> str:
-    out: List[str] = []
+    return "".join(render_chunks(report, summary_only))
+
+
+def render_chunks(report: dict, summary_only: bool = False, **_kw) -> Iterator[str]:
+    """The text report line by line (each piece ends with a newline): a report of a million findings is
+    written as it is made, never held whole."""
     s = report["summary"]
     if not summary_only:
         for f in report["files"]:
             if not f["findings"]:
                 continue
-            out.append(f"{f['path']}  [{f['difficulty']['level']}]")
+            yield f"{f['path']}  [{f['difficulty']['level']}]\n"
             for x in f["findings"]:
                 where = (f"cell {x['cell']} " if x.get("cell") is not None else "") + f"{x['line']}:{x['col']}"
-                out.append(f"  {where:<10} {x['handling']:<8} {x['rule']:<20} {x['message']}")
-                out.append(f"  {'':<10} {'':<8} {'':<20} -> {x['suggestion']}")
-            out.append("")
+                yield (f"  {where:<10} {x['handling']:<8} {x['rule']:<20} {x['message']}\n"
+                       f"  {'':<10} {'':<8} {'':<20} -> {x['suggestion']}\n")
+            yield "\n"
         errors = [f for f in report["files"] if f["error"]]
         if errors:
-            out.append("Not analysed / partly analysed:")
+            yield "Not analysed / partly analysed:\n"
             for f in errors:
-                out.append(f"  {f['path']}: {f['error']['kind']}: {f['error']['message']}")
-            out.append("")
+                yield f"  {f['path']}: {f['error']['kind']}: {f['error']['message']}\n"
+            yield "\n"
         if s["by_rule"]:
-            out.append("By rule:")
+            yield "By rule:\n"
             hands: dict = {}
             for f in report["files"]:
                 for x in f["findings"]:
@@ -47,13 +52,12 @@ def render(report: dict, summary_only: bool = False, **_kw) -> str:
             for rule, n in sorted(s["by_rule"].items(), key=lambda kv: (-kv[1], kv[0])):
                 r = RULES.get(rule)
                 h = "/".join(k for k in ("auto", "partial", "manual") if k in hands.get(rule, ()))
-                out.append(f"  {rule:<20} {n:>5}  {h:<8} {r.title if r else ''}")
-            out.append("")
-    rows = _summary_rows(s)
-    out.extend(_box(rows, "ascend-compat check"))
+                yield f"  {rule:<20} {n:>5}  {h:<8} {r.title if r else ''}\n"
+            yield "\n"
+    for line in _box(_summary_rows(s), "ascend-compat check"):
+        yield line + "\n"
     for reason in s["difficulty"]["reasons"]:
-        out.append(f"  - {reason}")
-    return "\n".join(out) + "\n"
+        yield f"  - {reason}\n"
 
 
 def _summary_rows(s: dict) -> List[tuple]:

@@ -223,11 +223,13 @@ def on_call(v, node, q, attr) -> None:
 
 # ---------------------------------------------------------------- CMake and C++ files (line by line)
 FILE_KINDS = ("cmake", "cpp")
-_CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]*\bCUDA\b|find_package\s*\(\s*(?:CUDA|CUDAToolkit)\b"
-                    r"|cuda_add_(?:library|executable)|CMAKE_CUDA_\w+|CUDA_ARCHITECTURES|\S+\.cuh?\b|\bnvcc\b|CUDA::\w+",
-                    re.I)
+# Linear in the line: every open-ended run is bounded or starts only at a token's start (a 500 KB line
+# of repeated keywords took minutes: each occurrence scanned to the end of the line and back).
+_CMAKE = re.compile(r"enable_language\s*\(\s*CUDA|project\s*\([^)]{0,1000}\bCUDA\b|find_package\s*\(\s*(?:CUDA|CUDAToolkit)\b"
+                    r"|cuda_add_(?:library|executable)|CMAKE_CUDA_\w+|CUDA_ARCHITECTURES|(?<!\S)\S+?\.cuh?\b|\bnvcc\b"
+                    r"|CUDA::\w+", re.I)
 _CPP = re.compile(r"#\s*include\s*[<\"](?:cuda\w*\.h|cublas\w*\.h|cudnn\w*\.h|curand\w*\.h|cusparse\w*\.h|nccl\.h"
-                  r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]*[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
+                  r"|ATen/cuda/|c10/cuda/|thrust/|cub/)[^>\"]{0,500}[>\"]|\bcuda[A-Z]\w*\s*\(|\b(?:at|c10)::cuda::\w+"
                   r"|\bkCUDA\b|DeviceType::CUDA\b|<<<")
 #: a libtorch C++ device reference: a local edit, not a CUDA build (the Python shim does not reach C++)
 _CPP_DEVICE = re.compile(r"\bkCUDA\b|DeviceType::CUDA\b")

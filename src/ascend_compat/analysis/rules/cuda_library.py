@@ -122,7 +122,7 @@ def on_call(v, node, q, attr) -> None:
     if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
         return  # None: another module was star-imported too, the name may come from it
     name = node.func.id
-    if name in _BUILTINS or v.bound(name) or _defined_in(v.full_text, name):
+    if name in _BUILTINS or v.bound(name) or name in _defined_names(v):
         return
     module = v.star_imports[-1]
     lib = _lookup(module)
@@ -130,11 +130,27 @@ def on_call(v, node, q, attr) -> None:
              lib.replacement, handling=lib.verdict)
 
 
-def _defined_in(text: str, name: str) -> bool:
-    """Whether the file binds ``name`` itself (a def, class, assignment or import of it)."""
-    n = re.escape(name)
-    return re.search(rf"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+{n}\b|class[ \t]+{n}\b|{n}[ \t]*(?::[^=\n]*)?=(?!=)"
-                     rf"|(?:from[ \t]+\S+[ \t]+)?import\b[^\n#]*\b{n}\b)", text, re.M) is not None
+_BINDING = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=)"
+                      r"|(?:from[ \t]+\S+[ \t]+)?import\b([^\n#]*))", re.M)
+_WORD = re.compile(r"\w+")
+
+
+def _defined_names(v) -> set:
+    """The names the file binds itself (a def, class, assignment, or any word of an import line),
+    found in one pass over its text and kept while the text is the same (one regex search of the
+    file per call site took minutes on a large file with a star import)."""
+    text = v.full_text
+    cached = v.state.get("cuda-library:defined")
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    names = set()
+    for m in _BINDING.finditer(text):
+        if m.group(4) is not None:
+            names.update(_WORD.findall(m.group(4)))
+        else:
+            names.add(m.group(1) or m.group(2) or m.group(3))
+    v.state["cuda-library:defined"] = (text, names)
+    return names
 
 
 def rewrite_import(module: str):

@@ -202,11 +202,17 @@ class _Finder(importlib.abc.MetaPathFinder):
 _FINDER = _Finder()
 
 
+def _is_dropin(module) -> bool:
+    """Whether ``module`` is one of our virtual modules, read from its own namespace: never through
+    getattr, which calls a module ``__getattr__`` that may raise, or create the name (torch.ops does)."""
+    return isinstance(module, types.ModuleType) and "__ascend_compat_dropin__" in module.__dict__
+
+
 def _real_package_present(top: str) -> bool:
     """True when a finder other than ours can locate ``top`` (imports nothing)."""
     module = sys.modules.get(top)
     if module is not None:
-        return not hasattr(module, "__ascend_compat_dropin__")
+        return not _is_dropin(module)
     for finder in sys.meta_path:
         if finder is _FINDER or not hasattr(finder, "find_spec"):
             continue
@@ -249,8 +255,7 @@ def uninstall(only=None) -> None:
             except ValueError:
                 pass
         for name, module in list(sys.modules.items()):
-            if (getattr(module, "__ascend_compat_dropin__", None) is not None and not name.startswith(_IMPL)
-                    and name.partition(".")[0] in tops):
+            if name.partition(".")[0] in tops and _is_dropin(module):
                 del sys.modules[name]
 
 
