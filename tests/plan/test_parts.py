@@ -70,7 +70,7 @@ def test_backward_collectives_overlap_backward_compute_and_the_optimizer_waits()
         if comm:
             nbytes = int(seconds * soc.hccs_bandwidth * 0.8 * 8 / 14)
             return OpRecord("c10d::allreduce_", "", phase, 0, nbytes, torch.float32, comm="allreduce",
-                            comm_bytes=nbytes, group=8)
+                            comm_bytes=nbytes, group=8, overlap=comm != "sync")
         return OpRecord("aten::mm", "", phase, int(seconds * soc.cube_fp16 * 0.7), 0, torch.bfloat16, matmul=True)
 
     def times(ops):
@@ -90,9 +90,12 @@ def test_backward_collectives_overlap_backward_compute_and_the_optimizer_waits()
     long_ar = op("backward", 0.025, comm=True)
     est = roofline.estimate([fwd, bwd1, long_ar, bwd2, opt], soc)
     assert est["seconds"] == pytest.approx(f + b1 + roofline.op_time(long_ar, soc)[0] + o)
-    # a collective in the forward (an FSDP all-gather) blocks
+    # a collective in the forward (an FSDP all-gather) blocks, and so does a synchronous one in the backward
+    # (DeepSpeed ZeRO-1/2 without overlap_comm)
     est = roofline.estimate([op("forward", 0.004, comm=True), fwd, bwd1, opt], soc)
     assert est["hidden"] == pytest.approx(0, abs=1e-12)
+    est = roofline.estimate([fwd, bwd1, op("backward", 0.004, comm="sync"), bwd2, opt], soc)
+    assert est["seconds"] == pytest.approx(f + b1 + c + b2 + o) and est["hidden"] == pytest.approx(0, abs=1e-12)
 
 
 def _result(live, world=1, fits=False):

@@ -60,11 +60,18 @@ class Alloc:
 
 
 class OpRecord:
-    __slots__ = ("name", "module", "phase", "flops", "bytes", "dtype", "comm", "comm_bytes", "group", "matmul")
+    """One op: its FLOPs and bytes, and for a collective its kind, size, group size and whether the compute
+    stream goes on while it runs (``overlap``: issued with ``async_op=True``, as a functional collective, or
+    on a stream other than the default one)."""
 
-    def __init__(self, name, module, phase, flops, nbytes, dtype, comm=None, comm_bytes=0, group=1, matmul=False):
+    __slots__ = ("name", "module", "phase", "flops", "bytes", "dtype", "comm", "comm_bytes", "group", "matmul",
+                 "overlap")
+
+    def __init__(self, name, module, phase, flops, nbytes, dtype, comm=None, comm_bytes=0, group=1, matmul=False,
+                 overlap=False):
         self.name, self.module, self.phase, self.flops, self.bytes = name, module, phase, flops, nbytes
         self.dtype, self.comm, self.comm_bytes, self.group, self.matmul = dtype, comm, comm_bytes, group, matmul
+        self.overlap = overlap
 
 
 class Recorder(OpObserver):
@@ -262,11 +269,12 @@ class Recorder(OpObserver):
             flops = _fusion_attention_flops(args, kwargs, grad=base.endswith("grad"))
         if base in ("npu_fusion_attention", "npu_fusion_attention_grad"):
             dtype = args[0].dtype
-        comm, comm_bytes, group = None, 0, 1
+        comm, comm_bytes, group, overlap = None, 0, 1, False
         if ns in _COMM_NS and "wait" not in base:
             comm, comm_bytes, group = base.rstrip("_"), _comm_bytes(inputs), _group_size(args, kwargs)
+            overlap = ns != "c10d" or _issued_async(call.caller)
         self.ops.append(OpRecord(name, self.module_path(), self.phase(), flops, nbytes, dtype, comm, comm_bytes,
-                                 group, base in _MATMUL))
+                                 group, base in _MATMUL, overlap))
         return out
 
 
@@ -358,6 +366,27 @@ def _shapes(x):
 
 def _comm_bytes(inputs) -> int:
     return max((_nbytes(t) for t in inputs), default=0)
+
+
+_C10D_API = os.path.join(_TORCH_DIR, "distributed", "distributed_c10d.py")
+
+
+def _issued_async(frame) -> bool:
+    """A c10d collective the compute stream need not wait for: called with ``async_op=True`` (DDP's
+    reducer, FSDP2) or inside ``with torch.npu.stream(side)`` (DeepSpeed's ``overlap_comm``, FSDP2's
+    streams)."""
+    f, depth = frame, 0
+    while f is not None and depth < 12:
+        if f.f_code.co_filename == _C10D_API and f.f_locals.get("async_op"):
+            return True
+        f, depth = f.f_back, depth + 1
+    npu = getattr(torch, "npu", None)
+    if npu is None:
+        return False
+    try:
+        return npu.current_stream() != npu.default_stream()
+    except Exception:  # no device context: the default stream
+        return False
 
 
 def _group_size(args, kwargs) -> int:

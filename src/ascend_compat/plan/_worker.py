@@ -101,7 +101,7 @@ def _allreduce_hook(group, bucket):
 
     buf = bucket.buffer()
     buf.div_(group.size() if group is not None else dist.get_world_size())
-    dist.all_reduce(buf, group=group)
+    dist.all_reduce(buf, group=group, async_op=True)  # as the reducer's own: the backward goes on
     fut = torch.futures.Future()
     fut.set_result(buf)
     return fut

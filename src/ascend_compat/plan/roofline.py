@@ -6,16 +6,16 @@ quarter) for matrix ops, the vector rate otherwise, each divided by the efficien
 volume / bandwidth`` with ring volumes (all-reduce ``2(n-1)/n S``, all-gather and reduce-scatter
 ``(n-1)/n`` of the gathered size, broadcast ``S``), over HCCS inside a node and RoCE beyond it.
 
-Overlap (:func:`estimate`): the ops run on two streams, as on Ascend, where HCCL has its own. Collectives
-issued during the backward pass (DDP's bucket all-reduces, FSDP2's reduce-scatters and its backward
-all-gathers, DeepSpeed's gradient reductions) start when the compute before them in the recorded order has
-finished and the previous collective is done, and run while the backward pass goes on; the first op after
-the backward pass (the optimizer step, a gradient-clipping norm) waits for them. Every other collective
-(forward all-gathers, the optimizer's, a loss all-reduce) blocks: it starts after the compute and
-communication before it and the compute after it waits for it. Not modelled: contention between the streams
-for HBM bandwidth and AI cores (HCCL's reductions run on AI cores), FSDP2's forward prefetch, and
-DeepSpeed ZeRO-1/2 with ``overlap_comm`` off (its reductions then run on the compute stream: the estimate is
-optimistic there by up to the backward communication time).
+Overlap (:func:`estimate`): the ops run on two streams, as on Ascend, where HCCL has its own. A collective
+issued during the backward pass that the compute stream need not wait for (``OpRecord.overlap``: issued
+with ``async_op=True`` as by DDP's reducer and FSDP2, as a functional collective, or on a side stream as by
+DeepSpeed's ``overlap_comm``) starts when the compute before it in the recorded order has finished and the
+previous collective is done, and runs while the backward pass goes on; the first op after the backward pass
+(the optimizer step, a gradient-clipping norm) waits for them. Every other collective (forward all-gathers,
+the optimizer's, a loss all-reduce, DeepSpeed ZeRO-1/2's reductions with ``overlap_comm`` off) blocks: it
+starts after the compute and communication before it and the compute after it waits for it. Not modelled:
+contention between the streams for HBM bandwidth and AI cores (HCCL's reductions run on AI cores) and FSDP2's
+forward prefetch (its forward all-gathers count in full).
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def estimate(ops: Iterable, soc: SocPerf) -> Dict[str, object]:
         by_phase[op.phase] = by_phase.get(op.phase, 0.0) + t
         flops += op.flops
         backward = op.phase == "backward"
-        if kind == "communication" and backward:
+        if kind == "communication" and backward and op.overlap:
             comm_end = max(compute_end, comm_end) + t
         elif kind == "communication":
             compute_end = comm_end = max(compute_end, comm_end) + t
