@@ -11,7 +11,8 @@ invisible, as host temporaries inside the simulator's kernels are) it records:
 * the op's FLOPs (``torch.utils.flop_counter``'s formulas), bytes read and written, dtype, the module
   path and forward/backward/optimizer pass (from the observation layer: the module stack, backward ops
   at their forward call's module) and the script's ``path:line`` (``observe.frames.ScriptFrames``);
-* collectives (``c10d``/``_c10d_functional`` ops) with their sizes and group size.
+* collectives (``c10d``/``_c10d_functional`` ops) with their sizes, group size and whether the compute
+  stream goes on while they run (:func:`_issued_async`).
 
 What the layer does not know and the plan adds: storage-less tensors (``.item()`` of one answers the value
 a healthy run would see, :mod:`._values`; small host tensors keep real storage), the allocation records,
