@@ -16,6 +16,7 @@ VERSIONS = {
     "profile": "2.0",          # was "ascend-compat.profile", version 1 (an int); 2: findings carry their phase; phases, ops_by_phase, no_npu_op
     "compare": "2.0",          # was "ascend-compat.compare", version 1, then 2 (ints); 2: the accuracy standard
     "migrate-changes": "1.0",  # migrate --changes FILE.json
+    "plan": "1.0",             # plan --format json (had no header)
     "run-record": "1.0",       # compare --record FILE (was "ascend-compat.run-record", version 1: an int)
 }
 

@@ -120,7 +120,8 @@ def test_json_outputs_are_versioned_in_one_naming_form(tmp_path):
             "profile": ["profile", "--simulate", "--format", "json", "s.py"],
             "compare": ["compare", "--simulate", "--format", "json", "s.py"],
             "migrate-changes": ["migrate", "--changes", "changes.json", "s.py"],
-            "run-record": ["compare", "--simulate", "--record", "run.json", "s.py"]}
+            "run-record": ["compare", "--simulate", "--record", "run.json", "s.py"],
+            "plan": ["plan", "--format", "json", "s.py"]}
     files = {"migrate-changes": "changes.json", "run-record": "run.json"}
     assert set(runs) == set(VERSIONS)
     for name, argv in runs.items():

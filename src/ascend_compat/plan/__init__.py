@@ -25,6 +25,8 @@ import sys
 import tempfile
 from typing import Callable, List, Optional, Sequence
 
+from ascend_compat._schemas import header
+
 
 class PlanError(Exception):
     """The plan could not be made; ``code`` is the exit status the command line uses (``kind`` names why)."""
@@ -64,7 +66,7 @@ class PlanResult:
 
     def to_dict(self, timeline: bool = True) -> dict:
         ranks = [r if timeline else {k: v for k, v in r.items() if k != "timeline"} for r in self.ranks]
-        return {"fits": self.fits, "soc": self.soc, "world_size": self.world, "steps": self.steps,
+        return {**header("plan"), "fits": self.fits, "soc": self.soc, "world_size": self.world, "steps": self.steps,
                 "device_memory": self.device_memory, "step_time_s": self.step_time_s, "oom": self.oom,
                 "planned_ranks": self.planned_ranks, "ranks": ranks, "suggestions": self.suggestions}
 
