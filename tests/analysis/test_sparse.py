@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ascend_compat.analysis import scan, sparse
-from test_scan_memory import _full
+from test_scan_memory import _full, assert_as_whole_file
 from test_scan_robustness import _torch_files
 
 #: statements the text alone could cut wrongly: decorators, headers over several lines, a continuation line
@@ -174,10 +174,7 @@ def test_tricky_statements_give_the_findings_of_a_whole_file_analysis(variant, a
 
 @pytest.mark.parametrize("path", _torch_files(40))
 def test_torch_files_give_the_findings_of_a_whole_file_analysis(path, always_sparse):
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    r = scan.scan_file(path)
-    assert r.error is None and [f.to_dict() for f in r.findings] == _full(path, text)
+    assert_as_whole_file(path)
 
 
 def test_torch_files_are_mostly_parsed_sparse(always_sparse):
