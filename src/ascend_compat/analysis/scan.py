@@ -553,7 +553,7 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
     finally:
         if collecting:
             gc.enable()
-    if key is not None:
+    if key is not None and not result.reused:  # (reused: a placeholder, the first pass's result stands)
         _cache_put(opts.cache_dir, key, result)
     return result
 
