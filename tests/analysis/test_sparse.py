@@ -11,7 +11,8 @@ from test_scan_robustness import _torch_files
 #: statements the text alone could cut wrongly: decorators, headers over several lines, a continuation line
 #: at the body's indentation, a docstring holding lines that look like statements, ''' inside """, a
 #: backslash, one-line compound statements, try/except/else/finally, match, a trigger in a comment after a
-#: function's last statement, a star import, an Ellipsis body, nested functions, a class whose header is hot
+#: function's last statement, a star import, an Ellipsis body, nested functions, a class whose header is hot, a
+#: string continued by a backslash onto a line at column 0 (which looks like a top-level statement)
 _TRICKY = '''import torch
 from torch.functional import *  # noqa
 import torch.distributed as dist
@@ -129,6 +130,15 @@ class Wrapped(torch.nn.DataParallel):
 
     def cold(self):
         return 1
+
+
+def continued_string(x):
+    y = x.cuda()
+    if x is None:
+        raise RuntimeError(
+            f"bad \\
+layout {x}"
+        )
 
 
 class Plain:

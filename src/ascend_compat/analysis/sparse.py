@@ -235,26 +235,20 @@ class _Cutter:
                 prev = max(x, bisect.bisect_left(starts, se[i], x))
             out.extend(starts[prev:])
             starts = out
-        n = len(starts)
-        kept = set()
-        for p in self.pos[bisect.bisect_left(self.pos, first):bisect.bisect_left(self.pos, b)]:
-            kept.add(bisect.bisect_right(starts, p) - 1)
         width = len(ind)
-        for k in sorted(kept):  # a decorator belongs to what it decorates
-            j = k
-            while j + 1 < n and text.startswith("@", starts[j] + width):
-                j += 1
-                kept.add(j)
-            j = k
-            while j > 0 and text.startswith("@", starts[j - 1] + width):
-                j -= 1
-                kept.add(j)
-        order = sorted(kept)
-        # cut points: where a run of cold statements starts or ends; each must be a true statement boundary
-        cuts = [k for k in order if k > 0 and k - 1 not in kept] + [k + 1 for k in order if k + 1 not in kept]
-        for k in cuts or (n,):
-            if _open_before(text, first, starts[k] if k < n else b):
-                return False  # (k == n: the last run ends where the block does, which must close it too)
+        while True:
+            n = len(starts)
+            kept = self._kept(starts, first, b, width)
+            order = sorted(kept)
+            # cut points: where a run of cold statements starts or ends; each must be a true statement boundary
+            cuts = [k for k in order if k > 0 and k - 1 not in kept]
+            cuts += [k + 1 for k in order if k + 1 < n and k + 1 not in kept]
+            bad = next((k for k in cuts if _open_before(text, first, starts[k])), None)
+            if bad is None:
+                break
+            del starts[bad]  # a continuation line, not a statement: it belongs to the one before
+        if n - 1 not in kept and _open_before(text, first, b):
+            return False  # the last run ends where the block does: what it cuts off must be closed there too
         prev = 0
         for k in order:
             if k > prev:
@@ -264,6 +258,24 @@ class _Cutter:
         if prev < n:
             self.edits.append((starts[prev], b, ind))
         return True
+
+    def _kept(self, starts: List[int], first: int, b: int, width: int) -> set:
+        """Indexes of the statements (starting at ``starts``) that hold a position; a decorator belongs to what
+        it decorates."""
+        text, n = self.text, len(starts)
+        kept = set()
+        for p in self.pos[bisect.bisect_left(self.pos, first):bisect.bisect_left(self.pos, b)]:
+            kept.add(bisect.bisect_right(starts, p) - 1)
+        for k in sorted(kept):
+            j = k
+            while j + 1 < n and text.startswith("@", starts[j] + width):
+                j += 1
+                kept.add(j)
+            j = k
+            while j > 0 and text.startswith("@", starts[j - 1] + width):
+                j -= 1
+                kept.add(j)
+        return kept
 
     def recurse(self, k: int, starts: List[int], b: int, ind: str) -> None:
         s = starts[k]
