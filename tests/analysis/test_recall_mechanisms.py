@@ -461,3 +461,76 @@ def test_an_environment_variable_name_held_by_a_variable(tmp_path):
             os.environ[label] = "x"
         """)
     assert _lines(fs) == {4, 6}
+
+
+def test_a_librarys_own_package_importing_itself_is_no_library_use(tmp_path):
+    """Inside bitsandbytes' repository its modules import each other: that is the project's own code (its CUDA
+    code is found in those files); a script outside the package (a benchmark) uses the library like any user."""
+    pkg = tmp_path / "bitsandbytes"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from bitsandbytes import functional\n")
+    (pkg / "diagnostics.py").write_text("from bitsandbytes.cextension import HIP_ENVIRONMENT\nprint(HIP_ENVIRONMENT)\n")
+    bench = tmp_path / "benchmarking"
+    bench.mkdir()
+    (bench / "bench.py").write_text("import bitsandbytes as bnb\nopt = bnb.optim.PagedAdamW(params)\n")
+    inside = scan_file(str(pkg / "diagnostics.py")).findings + scan_file(str(pkg / "__init__.py")).findings
+    assert not [f for f in inside if f.rule == "cuda-library"]
+    assert _lines(scan_file(str(bench / "bench.py")).findings, "cuda-library") == {1, 2}
+
+
+def test_each_name_of_a_multi_line_library_import_at_its_own_line(tmp_path):
+    fs = _scan(tmp_path, """\
+        try:
+            from pynvml import (
+                NVMLError,
+                nvmlInit,
+            )
+        except ImportError:
+            nvmlInit = None
+        from flash_attn.ops.triton.cross_entropy import (
+            cross_entropy_loss as ce,
+        )
+        """)
+    assert _lines(fs, "cuda-library") == {2, 3, 4, 8, 9}
+    by_line = {f.line: f for f in fs}
+    assert by_line[3].handling == by_line[2].handling == "partial"  # guarded: optional, as the import
+    assert by_line[9].handling == by_line[8].handling == "manual"  # a part the drop-in lacks
+
+
+def test_backend_names_in_any_case_nvcc_macros_and_nvcc_variables(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        import torch.distributed as dist
+        dist.init_process_group(backend="NCCL" if gpu else "GLOO")
+        args = {"nvcc": ["-O3", "-DCUDA_HAS_FP16=1", "-D__CUDA_NO_HALF_OPERATORS__"], "cxx": ["-DWITH_X=1"]}
+        extra = os.getenv("NVCC_FLAGS", "")
+        other = os.getenv("CC_FLAGS", "")
+        """)
+    assert _lines(fs, "nccl-backend") == {3}
+    assert _lines(fs, "cuda-extension") == {4}
+    assert _lines(fs, "cuda-env-other") == {5}
+    cols = {f.col for f in fs if f.line == 4 and f.rule == "cuda-extension"}
+    line4 = 'args = {"nvcc": ["-O3", "-DCUDA_HAS_FP16=1", "-D__CUDA_NO_HALF_OPERATORS__"], "cxx": ["-DWITH_X=1"]}'
+    assert {line4.index('"-DCUDA_HAS') + 1, line4.index('"-D__CUDA') + 1} <= cols  # the two CUDA header macros
+    assert line4.index('"-O3') + 1 not in cols and line4.index('"-DWITH') + 1 not in cols
+
+
+def test_file_names_of_nvidia_libraries_loaded_or_searched(tmp_path):
+    fs = _scan(tmp_path, """\
+        import ctypes, glob
+        handle = ctypes.CDLL("libcudart.so")
+        PATTERNS = ("cudart64*.dll", "libcudart*.so*", "libamdhip64.so*")
+        found = glob.glob("/usr/local/cuda/lib64/libcublasLt.so.12")
+        print("could not load libcudart.so")
+        ok = "cuda_helpers.py"
+
+        def set_device(dev):
+            result = handle.cudaSetDevice(ctypes.c_int(dev))
+            other = ctypes.CDLL("libm.so.6")
+            return other.cos(dev)
+        """)
+    assert _lines(fs, "cuda-library") == {2, 3, 4, 9}
+    handling = {f.line: {g.handling for g in fs if g.line == f.line} for f in fs}
+    assert handling[2] == handling[9] == {"manual"}  # loaded, and called into through the handle
+    assert handling[3] == handling[4] == {"partial"}  # searched for: not found on Ascend, the other branch runs
+    assert len([f for f in fs if f.line == 3]) == 2

@@ -22,6 +22,14 @@ def _full(path: str, text: str):
     return [f.to_dict() for f in an.finish() if not scan._suppressed(f, supp)]
 
 
+def assert_as_whole_file(path: str) -> None:
+    """scan_file gives ``path`` the findings of a whole-file analysis, and no error."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    r = scan.scan_file(path)
+    assert r.error is None and [f.to_dict() for f in r.findings] == _full(path, text)
+
+
 @pytest.fixture
 def tiny_windows(monkeypatch):
     """Every file streamed, in windows of 300 bytes (classes over that split into members)."""
@@ -31,10 +39,7 @@ def tiny_windows(monkeypatch):
 
 @pytest.mark.parametrize("path", _torch_files(40))
 def test_windows_give_the_findings_of_a_whole_file_analysis(path, tiny_windows):
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    r = scan.scan_file(path)
-    assert r.error is None and [f.to_dict() for f in r.findings] == _full(path, text)
+    assert_as_whole_file(path)
 
 
 _AWKWARD = '''import torch

@@ -5,13 +5,14 @@ Speed comes from not parsing or visiting what cannot matter, never from guessing
 1. trigger words (:data:`KEYWORDS`, plus integer-device patterns and import lines) are located
    with ``str.find``; a file with none of them, and no import of a listed library or renamed torch
    module, cannot produce a finding (every rule needs one of them in the text) and is not parsed;
-2. otherwise only the top-level statements holding a trigger (long classes: only the member
-   statements holding one, parsed inside ``if 1:`` so positions are unchanged) are parsed, and the
-   visitor skips statements containing no trigger line. Names bound on trigger lines whose uses
-   can matter elsewhere (``tc`` for ``torch.cuda``, variables holding device strings) become
-   further trigger words; if such a name occurs in something skipped, the file is analysed again
-   with it. Any piece that fails to parse means the whole file is parsed. Tests check that this
-   gives exactly the findings of a whole-file analysis;
+2. otherwise only the statements holding a trigger are parsed, at any depth: the others are blanked
+   out of a copy of the text (:mod:`ascend_compat.analysis.sparse`; positions unchanged), which is
+   what the visitor skips anyway (statements containing no trigger line). Names bound on trigger
+   lines whose uses can matter elsewhere (``tc`` for ``torch.cuda``, variables holding device
+   strings) become further trigger words; if such a name occurs in something skipped, the file is
+   analysed again with it. A sparse copy that does not parse, or whose cuts the parse shows to be
+   wrong, means the whole file is parsed. Tests check that this gives exactly the findings of a
+   whole-file analysis;
 3. files are spread over a process pool (every core), and an optional content-hash cache
    (``--cache``) skips unchanged files on the next run.
 
@@ -34,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis import limits
+from ascend_compat.analysis import sparse as _sparse
 from ascend_compat.analysis import stream as _stream
 from ascend_compat.analysis.discover import Target, discover
 from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
-ANALYZER_VERSION = "2"
+ANALYZER_VERSION = "3"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
@@ -59,13 +61,8 @@ _TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 #: the newline before a top-level statement (a regex starting with a literal is scanned fast)
 _BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
-#: parse everything when the selected statements cover more than this share of the file
-_FULL_PARSE_SHARE = 0.6
-#: shorter files are parsed whole
-_CHUNK_MIN_LINES = 200
-#: ... or are more than this many: each piece is parsed behind as many blank lines as precede it,
-#: so many pieces cost pieces x lines (30,000 one-line statements of 1.7 MB: 6 s of parsing)
-_MAX_PIECES = 500
+#: shorter files are parsed whole (a syntax error anywhere in them is reported)
+_SPARSE_MIN_LINES = 200
 
 
 @dataclass
@@ -168,17 +165,6 @@ def _lines_of(text: str, positions: List[int]) -> List[int]:
         prev = p
         if not out or out[-1] != line:
             out.append(line)
-    return out
-
-
-def _lines_of_all(text: str, positions: List[int]) -> List[int]:
-    """1-based line numbers of sorted offsets (one per offset)."""
-    out = []
-    line, prev = 1, 0
-    for p in positions:
-        line += text.count("\n", prev, p)
-        prev = p
-        out.append(line)
     return out
 
 
@@ -336,12 +322,10 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
         return PyAnalyzer(path, text, opts.torch_npu_version, hot_lines=hot, module_name=module,
                           project=opts.project_facts)
 
-    total_lines = text.count("\n") + 1
     streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
-    spans = _chunks(text) if total_lines > _CHUNK_MIN_LINES or streaming else [(0, len(text))]
-    stream = _stream.Stream(path, text, spans, _parse, _members, MAX_BLANKED_LINES) if streaming else None
+    stream = _stream.Stream(path, text, _chunks(text), _parse, _members, MAX_BLANKED_LINES) if streaming else None
     seeds: set = _import_seeds(text, starts, module, path)
-    trees: dict = {}  # parsed pieces, reused when a later round selects them again
+    trees: dict = {}  # the whole file's tree, reused when a later round needs it again
     for _ in range(5):
         extra = _name_positions(text, seeds)
         positions = sorted(base + extra) if extra else base
@@ -349,7 +333,8 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
         analyzer = make(hot)
         if stream is not None:
             stream.feed(analyzer, positions)
-        elif not (len(spans) > 1 and _feed_chunks(path, text, spans, positions, analyzer, total_lines, trees)):
+        elif "full" in trees or text.count("\n") < _SPARSE_MIN_LINES or not _feed_sparse(path, text, positions,
+                                                                                     analyzer, trees):
             analyzer = make(hot)
             if "full" not in trees:
                 trees["full"] = _parse(text, path)
@@ -390,9 +375,6 @@ def _touches(spans: List[Tuple[int, int]], lines: List[int]) -> bool:
     return False
 
 
-_MEMBER_SPLIT_MIN_LINES = 60
-
-
 def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     """Member statements of a top-level class chunk as [(start, end)], header first; None = do not split."""
     if not text.startswith("class", s) or not text[s + 5:s + 6].isspace():  # not classification = [...]
@@ -417,59 +399,23 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
 
-def _feed_chunks(path, text, spans, positions, analyzer, total_lines, memo=None) -> bool:
-    """Parse and visit only the statements holding ``positions``; False = do a full parse.
-
-    Top-level statements are the unit; a long class is split further into its member statements,
-    each parsed inside an ``if 1:`` block so that line and column numbers stay those of the file.
-    """
-    starts = [st for st, _ in spans]
-    selected = sorted({bisect.bisect_right(starts, p) - 1 for p in positions})
-    pieces: List[Tuple[int, int, bool]] = []  # (start, end, wrapped in "if 1:")
-    skipped: List[Tuple[int, int]] = []
-    for i in selected:
-        st, en = spans[i]
-        mem = _members(text, st, en) if text.count("\n", st, en) > _MEMBER_SPLIT_MIN_LINES else None
-        if mem is None:
-            pieces.append((st, en, False))
-            continue
-        mstarts = [a for a, _ in mem]
-        hot = {bisect.bisect_right(mstarts, p) - 1 for p in positions[bisect.bisect_left(positions, st):
-                                                                      bisect.bisect_left(positions, en)]}
-        if 0 in hot:  # the class header itself matters: keep the class whole
-            pieces.append((st, en, False))
-            continue
-        for k, (a, b) in enumerate(mem):
-            if k in hot:
-                pieces.append((a, b, True))
-            else:
-                skipped.append((a, b))
-    if len(pieces) > _MAX_PIECES or sum(text.count("\n", a, b) for a, b, _ in pieces) > _FULL_PARSE_SHARE * total_lines:
+def _feed_sparse(path: str, text: str, positions: List[int], analyzer, memo: dict) -> bool:
+    """Parse and visit only the statements holding ``positions`` (:mod:`sparse`: the others blanked out at any
+    depth, line and column numbers unchanged); False = parse the whole file instead. ``memo`` keeps the text's
+    strings for the next round."""
+    if "strings" not in memo:
+        memo["strings"] = _sparse.triple_strings(text) or ()
+    sp = _sparse.blank_cold(text, positions, memo["strings"])
+    if sp is None:
         return False
-    chosen = set(selected)
-    for i, (st, en) in enumerate(spans):  # what was not parsed counts as skipped
-        if i not in chosen:
-            skipped.append((st, en))
-    skipped.sort()
-    offsets = sorted({a for a, _, _ in pieces} | {a for a, _ in skipped})
-    line_at = dict(zip(offsets, (ln - 1 for ln in _lines_of_all(text, offsets))))
-    trees = []
-    memo = {} if memo is None else memo
-    for a, b, wrapped in pieces:
-        tree = memo.get((a, b, wrapped))
-        if tree is None:
-            lineno = line_at[a]
-            src = ("\n" * (lineno - 1) + "if 1:\n" if wrapped else "\n" * lineno) + text[a:b]
-            try:
-                tree = memo[(a, b, wrapped)] = _parse(src, path)
-            except (SyntaxError, ValueError):
-                return False
-        trees.append(tree)
-    for a, b in skipped:
-        lo = line_at[a] + 1
-        analyzer.skipped.append((lo, lo + text.count("\n", a, b)))
-    for t in trees:
-        analyzer.feed(t)
+    try:
+        tree = _parse(sp.text, path)
+    except (SyntaxError, ValueError):  # (too complex, too: the whole file's parse says so)
+        return False
+    if not sp.verified(tree):
+        return False
+    analyzer.skipped.extend(sp.blanked)
+    analyzer.feed(tree)
     return True
 
 
@@ -607,7 +553,7 @@ def scan_file(path: str, kind: str = "python", opts: Optional[ScanOptions] = Non
     finally:
         if collecting:
             gc.enable()
-    if key is not None:
+    if key is not None and not result.reused:  # (reused: a placeholder, the first pass's result stands)
         _cache_put(opts.cache_dir, key, result)
     return result
 

@@ -308,7 +308,10 @@ class PyAnalyzer:
 
     def classify(self, q: str):
         """The rules' verdict on a resolved dotted name: (rule, handling, message, suggestion) or None."""
-        return self.reg.classify(q, self.version)
+        c = self.reg.classify(q, self.version)
+        if c is not None and c[0] == cuda_library.RULE.id and cuda_library.own(self, q):
+            return None
+        return c
 
     def qual(self, node) -> Optional[str]:
         """Fully qualified name of a Name/Attribute chain rooted in an import, else None."""
@@ -386,6 +389,16 @@ class PyAnalyzer:
                     break
             self.report(node, rule, f"import of {q}" + (f": {msg}" if msg else ""), sugg, handling)
 
+    def _library_name_line(self, alias, q: str) -> None:
+        """A name of a reported library import, on a line of its own (``from pynvml import (\\n    nvmlInit,``),
+        rated as a use of it (optional when the import is guarded)."""
+        c = self.classify(q)
+        if c is not None and c[0] == cuda_library.RULE.id:
+            rule, handling, msg, sugg = cuda_library.adjust_use(self, alias.name, c)
+            if handling == MANUAL and self.guarded:
+                handling, msg = PARTIAL, msg + "; optional (the import is guarded by except ImportError)"
+            self.report(alias, rule, f"import of {msg}", sugg, handling)
+
     def _on_import(self, node, module: str, names=()) -> bool:
         return any(hook(self, node, module, names) for hook in self._hooks["on_import"])
 
@@ -425,14 +438,18 @@ class PyAnalyzer:
         reported = self._on_import(node, mod, [a.name for a in node.names])
         if not reported and not node.level and any(a.name == "*" for a in node.names):
             self.star_imports.append(None)  # names of an unlisted module: star-bound names are ambiguous
+        first = node.lineno
         for a in node.names:
             if a.name == "*":
                 continue
             q = f"{mod}.{a.name}"
             if not reported and "." not in mod:
                 reported = self._on_import(node, q)
+            line = getattr(a, "lineno", None)
             if not reported:  # each name at its own line (a multi-line import names one per line)
-                self._import_line(a if getattr(a, "lineno", None) else node, q)
+                self._import_line(a if line else node, q)
+            elif line and line != first:  # a library's name on a line of its own: that line is edited too
+                self._library_name_line(a, q)
             self._bind(a.asname or a.name, q)
 
     def _try(self, node: ast.Try) -> None:

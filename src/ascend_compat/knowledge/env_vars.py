@@ -69,6 +69,9 @@ RECORDS: tuple[EnvVar, ...] = (
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
     EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
+    EnvVar("NVCC_*", "cuda-env-other", PARTIAL, None,
+           "flags for NVIDIA's CUDA compiler (nvcc's NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS, a build script's "
+           "NVCC_FLAGS), which Ascend hosts do not have; the CUDA build they steer is reported where it is declared"),
     EnvVar("TORCH_CUDA_ARCH_LIST", "cuda-env-other", PARTIAL, None,
            "CUDA architectures mean nothing on NPU (AscendC ops target a SoC), so the variable is ignored; the CUDA "
            "build it steers is reported where the build is declared"),

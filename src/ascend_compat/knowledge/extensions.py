@@ -70,8 +70,9 @@ NVCC_OPTIONS: tuple[str, ...] = (
     "--compiler-options", "-ccbin", "--compiler-bindir", "-lineinfo", "--generate-line-info", "--relocatable-device-code",
     "-rdc=", "--default-stream", "-Xcudafe", "--resource-usage", "-Xnvlink", "--nvlink-options", "--ftz=", "--prec-div=",
     "--prec-sqrt=", "--fmad=", "--keep-device-functions", "--allow-unsupported-compiler",
-    # the half/bfloat16 operator switches of the CUDA headers, set for nvcc by every torch extension build
-    "-U__CUDA_NO_", "-D__CUDA_NO_",
+    # macros of the CUDA headers (the half/bfloat16 operator switches -U__CUDA_NO_HALF_OPERATORS__ every torch
+    # extension build sets for nvcc, -DCUDA_HAS_FP16=1, -D__CUDA_ARCH_LIST__...): only a CUDA build defines them
+    "-U__CUDA_NO_", "-D__CUDA_NO_", "-U__CUDA_", "-D__CUDA_", "-UCUDA_", "-DCUDA_",
 )
 #: GPU architecture names as builds spell them: ``arch=compute_80,code=sm_80``, ``-arch=sm_90a``, ``compute_75``
 NVCC_ARCH = r"(?:-+(?:arch|gpu-architecture|code)[= ]?)?(?:arch=)?(?:compute|sm|lto)_\d{2,3}[af]?(?:,code=\S*)?"

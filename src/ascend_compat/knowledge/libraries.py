@@ -227,3 +227,25 @@ NVIDIA_TOOLS: dict[str, str] = {
     "compute-sanitizer": "the CANN memory checker (msSanitizer)",
     "dcgmi": "npu-smi info",
 }
+
+#: NVIDIA's shared libraries as code names them to load them (``ctypes.CDLL("libcudart.so")``) or to find them
+#: (``glob("libcudart*.so*")``): the start of the file name, lower case -> what it is. None exists on an Ascend host;
+#: the CANN counterparts are reached through torch_npu (or ACL's libascendcl.so for ctypes code).
+NVIDIA_SHARED_LIBRARIES: dict[str, str] = {
+    "libcudart": "the CUDA runtime", "cudart64": "the CUDA runtime", "libcuda.": "the CUDA driver API",
+    "nvcuda": "the CUDA driver API", "libcublas": "cuBLAS", "cublas64": "cuBLAS", "libcudnn": "cuDNN",
+    "cudnn64": "cuDNN", "libnccl": "NCCL", "libnvidia-ml": "NVML", "libnvrtc": "NVRTC", "nvrtc64": "NVRTC",
+    "libcufft": "cuFFT", "libcurand": "cuRAND", "libcusparse": "cuSPARSE", "libcusolver": "cuSOLVER",
+    "libnvtoolsext": "NVTX", "libnvjitlink": "nvJitLink",
+}
+NVIDIA_SHARED_LIBRARY_ADVICE = ("the CANN libraries through torch_npu (ACL's libascendcl.so for code that loads a "
+                                "runtime with ctypes)")
+
+
+def nvidia_shared_library(value: str) -> Optional[str]:
+    """What NVIDIA library a file name or path names (``/usr/local/cuda/lib64/libcudart.so.12``), or None."""
+    base = value.strip().replace("\\", "/").rsplit("/", 1)[-1].lower()
+    for prefix, what in NVIDIA_SHARED_LIBRARIES.items():
+        if base.startswith(prefix) and (".so" in base or ".dll" in base or "*" in base or base.endswith(".")):
+            return what
+    return None

@@ -13,8 +13,9 @@ import functools
 import ast
 import builtins
 import re
+from ast import Attribute, Name
 
-from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule
+from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule, const_str
 from ascend_compat.knowledge import libraries
 
 #: the knowledge record of a name (cached: looked up for every import / key string)
@@ -23,8 +24,13 @@ _lookup = functools.lru_cache(maxsize=4096)(libraries.lookup)
 RULE = Rule('cuda-library', 'third-party', MANUAL, 'CUDA-only library',
             'This library ships CUDA kernels (or drives NVIDIA tools) and does not run on Ascend.',
             'use the Ascend replacement named in each finding.', order=28)
-#: words of the library calls that switch on a CUDA-only back-end (knowledge.libraries.SWITCHES)
-TRIGGERS = ("xformers", "flash_attention_")
+#: words of the library calls that switch on a CUDA-only back-end (knowledge.libraries.SWITCHES), and of NVIDIA's
+#: shared libraries' names
+TRIGGERS = ("xformers", "flash_attention_", "cuda", "cublas", "cudnn", "nccl", "nvidia")
+#: names of NVIDIA's shared libraries that hold none of the words, found at the start of a string
+TRIGGER_STRINGS = tuple(sorted(p for p in libraries.NVIDIA_SHARED_LIBRARIES if not any(w in p for w in TRIGGERS)))
+#: file names of NVIDIA libraries are reported where the string is a value (not in a message)
+STRING_ROLES = ("value",)
 #: importing one of these makes a file relevant by itself
 TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES
 #: libraries whose use sites another rule reports (Triton kernels: triton-kernel, once per decorator)
@@ -74,8 +80,18 @@ def qualname(q: str, version):
     return RULE.id, lib.verdict, message(q, lib), lib.replacement
 
 
+def own(v, module: str) -> bool:
+    """Whether ``module`` is in the package of the file being checked (a library's own modules importing each
+    other, as in bitsandbytes' repository): their CUDA code is found in those modules' files, not by the library's
+    name. A script outside the package (its tests, benchmarks, examples) uses the library as any user does."""
+    mine = v.module_name
+    return bool(mine) and ("." in mine or v.is_package) and module.split(".", 1)[0] == mine.split(".", 1)[0]
+
+
 def on_import(v, node, module: str, names=()) -> bool:
     """Report an import of a listed library (True), remembering star imports of one."""
+    if own(v, module):
+        return False
     lib = _lookup(module)
     if lib is None:
         for n in names:
@@ -95,6 +111,54 @@ def on_import(v, node, module: str, names=()) -> bool:
         msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
     v.report(node, RULE.id, msg, lib.replacement, handling=handling)
     return True
+
+
+def on_string(v, node, s: str, role: str) -> None:
+    """``ctypes.CDLL("libcudart.so")``, ``glob("libcudart*.so*")``: a file name of one of NVIDIA's shared libraries
+    (:data:`ascend_compat.knowledge.libraries.NVIDIA_SHARED_LIBRARIES`)."""
+    if len(s) > 300 or ("." not in s and "*" not in s):
+        return
+    low = s.lower()
+    if not (low.startswith(TRIGGER_STRINGS) or any(w in low for w in TRIGGERS)):
+        return
+    what = libraries.nvidia_shared_library(s)
+    if what is not None:  # (searched for, or kept for later: not found on Ascend, the code's other branch runs)
+        _report_library_file(v, node, s, what, PARTIAL)
+
+
+def _report_library_file(v, node, s: str, what: str, handling: str) -> None:
+    loaded = "loaded" if handling == MANUAL else "named"
+    v.report(node, RULE.id, f"{s}: a file of {what} {loaded} here, an NVIDIA library that Ascend hosts do not have",
+             f"use {libraries.NVIDIA_SHARED_LIBRARY_ADVICE}.", handling=handling)
+
+
+_HANDLES = RULE.id + ":handles"
+
+
+def _loaded_library(v, node, q):
+    """What NVIDIA library a loader call (``ctypes.CDLL("libcudart.so")``) loads, or None."""
+    if q not in _LOADERS or not node.args:
+        return None
+    s = const_str(node.args[0])
+    return libraries.nvidia_shared_library(s) if s is not None else None
+
+
+def on_assign(v, node, targets, value, augmented: bool) -> None:
+    """``handle = ctypes.CDLL("libcudart.so")``: the name's method calls are calls into that library."""
+    if augmented or type(value) is not ast.Call or type(value.func) not in (Attribute, Name):
+        return
+    what = _loaded_library(v, value, v.qual(value.func))
+    if what is None:
+        return
+    for t in targets:
+        if type(t) is Name:
+            v.state.setdefault(_HANDLES, {})[t.id] = (what, value.lineno)
+            v.dynamic_names.add(t.id)  # its uses hold no trigger word
+
+
+#: calls that load a shared library: the code then calls into it (``handle.cudaSetDevice(0)``)
+_LOADERS = frozenset({"ctypes.CDLL", "ctypes.WinDLL", "ctypes.PyDLL", "ctypes.cdll.LoadLibrary",
+                      "ctypes.windll.LoadLibrary", "ctypes.pydll.LoadLibrary"})
 
 
 def _switch(v, node, sw, where) -> None:
@@ -119,6 +183,14 @@ def on_call(v, node, q, attr) -> None:
     star import of a listed library
     (the file binds it nowhere itself, it is no builtin, and no other module is star-imported)."""
     _switches(v, node, attr)
+    what = _loaded_library(v, node, q)
+    if what is not None:
+        _report_library_file(v, node.args[0], const_str(node.args[0]), what, MANUAL)
+    f = node.func
+    if type(f) is Attribute and type(f.value) is Name and f.value.id in v.state.get(_HANDLES, ()):
+        what, line = v.state[_HANDLES][f.value.id]
+        v.report(node, RULE.id, f"{f.attr}(): a call into {what}, loaded with ctypes at line {line}, which Ascend "
+                 "hosts do not have", f"use {libraries.NVIDIA_SHARED_LIBRARY_ADVICE}.", handling=MANUAL)
     if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
         return  # None: another module was star-imported too, the name may come from it
     name = node.func.id

@@ -12,8 +12,9 @@ RULE = Rule('nccl-backend', 'distributed', AUTO, 'NCCL backend',
             ' working.',
             'use backend="hccl".', order=15)
 TRIGGERS = ("nccl",)
-#: a string naming the NCCL backend ("nccl", "cuda:nccl", "cpu:gloo,cuda:nccl")
-BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z")
+#: a string naming the NCCL backend ("nccl", "cuda:nccl", "cpu:gloo,cuda:nccl"; in any case, as torch.distributed
+#: reads backend names: ``backend="NCCL"`` is NCCL)
+BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z", re.I)
 #: calls whose first positional argument is a backend
 #: how a comparison finding's message starts (a rewritten comparison needs no import torch_npu)
 COMPARED = "distributed backend compared with"

@@ -16,7 +16,9 @@ _REC = records.BY_NAME["torch.compile(model)"]
 RULE = Rule('torch-compile', 'compile', _REC.verdict, 'torch.compile with the inductor backend',
             f"{_REC.reason[0].upper()}{_REC.reason[1:]}.", _REC.advice, order=12)
 TRIGGERS = ()
-TRIGGER_PATTERNS = (re.compile(r"\bcompile\b"),)
+#: the word compile (a pattern that starts with its literal is found by the regex engine's fast scan; a leading
+#: ``\b`` made it 25 times slower over torch's 46 MB)
+TRIGGER_PATTERNS = (re.compile(r"compile(?<!\wcompile)\b"),)
 _STATE = "torch-compile"
 
 
