@@ -165,7 +165,7 @@ def test_drift_in_two_commands_with_a_recorded_reference(scripts):
                   env={"ASCEND_COMPAT_SIM_NUMERICS": "exact", "ASCEND_COMPAT_SIM_FLOAT64": "allow"})
     assert rec.returncode == 0 and "recorded 2 step(s)" in rec.stdout
     data = json.loads(ref.read_text())
-    assert data["schema"] == "ascend-compat.run-record" and data["schema_version"] == 1
+    assert data["schema"] == "ascend-compat/run-record" and data["schema_version"] == "1.0"
     assert data["run"]["precision"] == "float64" and len(data["steps"]) == 2 and data["steps"][0]["ops"]
     proc = compare(scripts, "--simulate", "--against", str(ref), "planted.py")
     assert proc.returncode == 1 and "first module drifting beyond the standard" in proc.stdout
