@@ -179,6 +179,25 @@ def test_compile_eager_and_aot_eager_on_npu(shim):
     torch._dynamo.reset()
 
 
+def test_after_deactivation_dynamo_knows_torchs_own_factories_again():
+    """Was: a compile under the shim cached dynamo's rule maps with the shim's factory wrappers in them;
+    after deactivate(), torch.arange (back to torch's own) was "a builtin dynamo does not know how to
+    trace", so fullgraph=True failed (seen when the suite ran a shim test and a simulator test in one
+    process)."""
+    proc = run_python("""
+        import torch, ascend_compat
+        ascend_compat.activate("simulator")
+        fn = lambda x: x + torch.arange(0, 4, device=x.device)
+        torch.compile(fn, backend="eager")(torch.ones(4, device="cuda"))
+        ascend_compat.deactivate()
+        torch._dynamo.reset()
+        out = torch.compile(fn, backend="aot_eager", fullgraph=True)(torch.ones(4, device="npu"))
+        print("OUT", out.cpu().tolist())
+    """, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OUT [1.0, 2.0, 3.0, 4.0]" in proc.stdout
+
+
 def test_compile_default_backend_on_npu_falls_back_with_warning():
     """Inductor has no npu codegen on the simulator: compiled with aot_eager, warned once, trains;
     CPU graphs in the same process still go to inductor (has_triton is not forced off)."""

@@ -126,6 +126,9 @@ class DynamoRules(Patch):
             trace_rules.SKIP_DIRS.remove(self._skip_dir)
             trace_rules._recompile_re()
         super().revert()
+        # dynamo's name -> object rule maps are cached on first use: built while the shim's wrappers stood in
+        # for torch.arange & co., they no longer know torch's own functions once those are back
+        trace_rules.clear_lru_cache()
 
 
 #: factory wrappers that configure rather than create tensors: left to dynamo's skip rule
