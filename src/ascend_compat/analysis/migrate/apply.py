@@ -107,21 +107,11 @@ def _read_source(path: str, kind: str):
     return text, SourceFormat(encoding, bom, crlf)
 
 
-def _blank_tail(text: str):
-    """(body, tail): a last line of only blanks without a newline split off (libcst does not reproduce
-    ``"x = 1\\n\\n   "``), so such a file is migrated and written back with its tail as it was."""
-    head, newline, last = text.rpartition("\n")
-    if newline and last and not last.strip(" \t\f"):
-        return head + newline, last
-    return text, ""
-
-
 def migrate_text(path: str, text: str, kind: str, version=None, annotate=False):
     """(new text, changes, remaining findings) for a Python file or a notebook's JSON text."""
     if kind != "notebook":
-        body, tail = _blank_tail(text)  # libcst's round trip is checked per rewritten piece (transform)
-        r = migrate_source(body, path, version, annotate)
-        return r.code + tail, r.changes, r.remaining
+        r = migrate_source(text, path, version, annotate)  # libcst sees only the rewritten pieces
+        return r.code, r.changes, r.remaining
     from ascend_compat.analysis.scan import cell_source, sanitize_cell
 
     try:
