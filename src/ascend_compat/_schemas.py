@@ -30,3 +30,9 @@ def schema_id(name: str) -> str:
 def header(name: str) -> dict:
     """``{"schema": "ascend-compat/<name>", "schema_version": "MAJOR.MINOR"}``."""
     return {"schema": schema_id(name), "schema_version": VERSIONS[name]}
+
+
+def readable(name: str, version: object) -> bool:
+    """Whether a document of schema ``name`` at ``version`` can be read by this version: the same major
+    version (a minor version only adds fields, which readers ignore)."""
+    return isinstance(version, str) and version.split(".")[0] == VERSIONS[name].split(".")[0]

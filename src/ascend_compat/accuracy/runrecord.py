@@ -35,7 +35,7 @@ import json
 import math
 from typing import Any, Dict, List, Optional
 
-from ascend_compat._schemas import VERSIONS, schema_id
+from ascend_compat._schemas import VERSIONS, readable, schema_id
 
 __all__ = ["SCHEMA", "VERSION", "stats", "first_floating", "relative_error", "RunRecord", "RecordError", "load", "MAX_MODULE_CALLS",
            "MAX_OP_CALLS"]
@@ -220,7 +220,7 @@ def load(path: str) -> Dict[str, Any]:
         raise RecordError(f"{path!r} is not a run record (no \"schema\": \"{SCHEMA}\"); write one with "
                           "ascend-compat compare --record FILE")
     version = data.get("schema_version")
-    if not isinstance(version, str) or version.split(".")[0] != VERSION.split(".")[0]:
+    if not readable("run-record", version):
         raise RecordError(f"{path!r} is a version {version} run record; this ascend-compat reads version {VERSION}: "
                           "record the reference again with this version")
     if not isinstance(data.get("steps"), list):
