@@ -7,6 +7,7 @@ this way. ``env`` (a dict) and keyword arguments both add variables to the clean
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -56,3 +57,11 @@ def result(proc: subprocess.CompletedProcess) -> dict:
     lines = [line for line in check(proc).splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stdout[-2000:]
     return dict(item.split("=", 1) for item in lines[-1][len("RESULT "):].split())
+
+
+def load_tool(name: str):
+    """The script ``tools/<name>.py`` imported as module ``name`` (tools/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

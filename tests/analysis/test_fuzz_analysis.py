@@ -4,18 +4,15 @@ huge expressions, damaged bytes and notebooks of the wrong types; no signal, han
 outside the tree, stray file, non-idempotent or unreported rewrite."""
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
 
+from subproc import load_tool
+
 pytest.importorskip("hypothesmith", reason="the fuzz target needs hypothesmith (test extra)")
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-_spec = importlib.util.spec_from_file_location("fuzz_analysis", TOOLS / "fuzz_analysis.py")
-fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fuzz)
+fuzz = load_tool("fuzz_analysis")
 
 
 def test_bounded_campaign(capsys):

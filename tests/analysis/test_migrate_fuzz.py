@@ -2,18 +2,15 @@
 and mutated real files; no traceback, no hang, no non-idempotent output, no change outside rewrites."""
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
 
+from subproc import load_tool
+
 pytest.importorskip("hypothesmith", reason="the fuzz campaign needs hypothesmith (test extra)")
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-_spec = importlib.util.spec_from_file_location("fuzz_migrate", TOOLS / "fuzz_migrate.py")
-fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fuzz)
+fuzz = load_tool("fuzz_migrate")
 
 
 def test_bounded_campaign(capsys):

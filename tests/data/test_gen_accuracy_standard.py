@@ -2,13 +2,9 @@
 Ascend/mstt git checkout; see tools/README.md), and the shipped table's shape."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from subproc import load_tool
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-_spec = importlib.util.spec_from_file_location("gen_accuracy_standard", TOOLS / "gen_accuracy_standard.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_tool("gen_accuracy_standard")
 
 CONFIG = '''
 import torch

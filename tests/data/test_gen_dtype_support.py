@@ -2,13 +2,9 @@
 checkouts and a wheel; see tools/README.md)."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from subproc import load_tool
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-_spec = importlib.util.spec_from_file_location("gen_dtype_support", TOOLS / "gen_dtype_support.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+gen = load_tool("gen_dtype_support")
 
 YAML = """
   - func: sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)

@@ -4,14 +4,11 @@ Running torch_npu's real test files is the tool's job, not CI's; this checks the
 (torch_npu's ``_check_if_enable_npu``) and the counting."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "oracle_torch_npu_tests.py"
-_spec = importlib.util.spec_from_file_location("oracle_torch_npu_tests", TOOL)
-oracle = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oracle)
+from subproc import load_tool
+
+oracle = load_tool("oracle_torch_npu_tests")
 
 DISABLED = {
     "test_a_npu_float64 (__main__.TestFooPRIVATEUSE1)": ["", [""]],
