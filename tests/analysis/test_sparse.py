@@ -224,3 +224,110 @@ def test_a_cut_inside_a_string_is_caught():
 def test_an_unclosed_string_is_not_cut():
     assert sparse.triple_strings('x = 1\ns = """never closed\n') is None
     assert sparse.blank_cold('import torch\ns = """never closed\nx.cuda()\n', [25]) is None
+
+
+def _two_rounds(text: str):
+    """Sparse copies of ``text`` for a first round (every other hot position) and a second one (all of them)."""
+    pos, _ = scan.hot_positions(text)
+    return sparse.blank_cold(text, pos[::2]), sparse.blank_cold(text, pos)
+
+
+def _dump(tree) -> str:
+    import ast
+
+    return ast.dump(tree, include_attributes=True)
+
+
+@pytest.mark.parametrize("variant", ["lf", "tabs", "torch"])
+def test_a_later_round_gives_the_tree_of_a_whole_parse_reusing_what_did_not_change(variant):
+    """reparse: the statements a second round does not un-blank are the first round's objects, the rest
+    parsed at their own line numbers; the tree equals the whole sparse text's parse, positions included."""
+    texts = [_TRICKY.replace("    ", "\t") if variant == "tabs" else _TRICKY] if variant != "torch" else \
+        [open(p, encoding="utf-8").read() for p in _torch_files(40)]
+    reused = compared = 0
+    for text in texts:
+        first, second = _two_rounds(text)
+        if first is None or second is None or first.text == second.text:
+            continue
+        old = scan._parse(first.text, "f.py")
+        tree = sparse.reparse(second.text, first.text, old, lambda t: scan._parse(t, "f.py"))
+        assert _dump(tree) == _dump(scan._parse(second.text, "f.py"))
+        compared += 1
+        reused += any(s is o for s in tree.body for o in old.body)
+    assert compared >= (1 if variant != "torch" else 10)
+    assert reused >= compared // 2  # (not a whole parse in disguise)
+
+
+def test_reparse_falls_back_to_a_whole_parse_when_the_copies_do_not_line_up():
+    old = "import torch\nx = 1\n"
+    tree = sparse.reparse("import torch\nx = 1\ny = 2\n", old, scan._parse(old, "f.py"), lambda t: scan._parse(t, "f"))
+    assert len(tree.body) == 3
+
+
+@pytest.fixture
+def rounds(monkeypatch):
+    """path -> how many sparse rounds each analysis of that file took (one list entry per analysis)."""
+    seen: dict = {}
+    real_rel, real_feed = scan._analyse_relevant, scan._feed_sparse
+
+    def relevant(path, *a, **k):
+        seen.setdefault(path, []).append(0)
+        return real_rel(path, *a, **k)
+
+    def feed(path, *a, **k):
+        seen[path][-1] += 1
+        return real_feed(path, *a, **k)
+
+    monkeypatch.setattr(scan, "_analyse_relevant", relevant)
+    monkeypatch.setattr(scan, "_feed_sparse", feed)
+    return seen
+
+
+_PADDING = "\n".join(f"padding_{i} = {i}" for i in range(200)) + "\n"
+
+
+def test_a_library_imported_under_its_own_name_is_a_trigger_word_from_the_first_round(rounds, tmp_path):
+    """``import triton``: uses say only ``triton``; found in the first round, not by a second one."""
+    f = tmp_path / "kernels.py"
+    f.write_text("import triton\n\n\ndef blocks(n):\n    size = 128\n    return triton.cdiv(n, size)\n\n\n" + _PADDING)
+    r = scan.scan_file(str(f))
+    assert [x.to_dict() for x in r.findings] == _full(str(f), f.read_text())
+    assert any(x.line == 6 for x in r.findings)
+    assert rounds[str(f)] == [1]
+
+
+def test_a_later_project_pass_starts_from_the_names_the_file_followed_before(rounds, tmp_path, monkeypatch):
+    """The second pass re-analyses a file the project's facts reach; the names its first pass found round by
+    round (``flag``, bound to torch.version.cuda) are trigger words of its first round there. The findings are
+    those of a second pass that finds them again."""
+    from ascend_compat.analysis import project
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "consts.py").write_text('SYSTEM = "cuda"\n')
+    user = tmp_path / "pkg" / "user.py"
+    user.write_text("import torch\nfrom pkg.consts import SYSTEM\nflag = torch.version.cuda\n\n\n"
+                    "def move(x):\n    y = x + 1\n    if flag:\n        y = y * 2\n    return y.to(SYSTEM)\n\n\n"
+                    + _PADDING)
+    res = scan.scan_paths([str(tmp_path)], use_gitignore=False, jobs=1)
+    got = {r.path: [x.to_dict() for x in r.findings] for r in res.files}
+    assert rounds[str(user)] == [2, 1]  # first pass: two rounds (flag found in the first); second pass: one
+    real = project.facts_of
+    monkeypatch.setattr(project, "facts_of", lambda *a: __import__("dataclasses").replace(real(*a), followed=frozenset()))
+    again = scan.scan_paths([str(tmp_path)], use_gitignore=False, jobs=1)
+    assert {r.path: [x.to_dict() for x in r.findings] for r in again.files} == got
+    assert rounds[str(user)][2:] == [2, 2]
+    assert any(x["line"] == 8 for x in got[str(user)])  # the gate on flag
+
+
+def test_names_are_found_the_same_one_by_one_and_in_one_pass_over_the_words():
+    text = _TRICKY
+    names = ["x", "torch", "dist", "model", "a", "b", "cuda", "absent"] + [f"padding_{i}" for i in range(30)]
+    one_pass = scan._occurrences(text, names)  # (over _FIND_EACH names: one pass over the words)
+    assert len(names) > scan._FIND_EACH
+    for name in names:
+        assert scan._occurrences(text, [name])[name] == one_pass[name]
+    assert one_pass["absent"] == [] and len(one_pass["torch"]) >= 3
+    index = scan._NameIndex(text)
+    assert index.positions(["x", "dist"]) == sorted(one_pass["x"] + one_pass["dist"])
+    assert index.positions(["dist", "torch"]) == sorted(one_pass["dist"] + one_pass["torch"])

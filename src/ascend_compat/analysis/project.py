@@ -81,6 +81,9 @@ class FileFacts:
     #: what this file's imports bind, as absolute names: modules (``import a.b``, ``from a import *``) and
     #: modules' members (``from a.b import c`` -> ``a.b.c``): where facts can reach it from
     imports: FrozenSet[str] = frozenset()
+    #: the names this file's analysis followed as trigger words (bound to CUDA-relevant values): a later pass
+    #: over the file starts from them instead of finding them again round by round (only its speed depends on it)
+    followed: FrozenSet[str] = frozenset()
 
     def defines(self) -> bool:
         return bool(self.builders or self.forwarders or self.ext_modules or self.device_consts or self.kernels
@@ -91,20 +94,20 @@ class FileFacts:
                 "ext_modules": sorted(self.ext_modules), "device_consts": self.device_consts,
                 "kernels": sorted(self.kernels), "version_funcs": self.version_funcs,
                 "cuda_calls": sorted(self.cuda_calls), "device_uses": sorted(self.device_uses),
-                "imports": sorted(self.imports)}
+                "imports": sorted(self.imports), "followed": sorted(self.followed)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "FileFacts":
         return cls(d["module"], dict(d["builders"]), dict(d["forwarders"]), set(d["ext_modules"]),
                    dict(d["device_consts"]), set(d["kernels"]), dict(d["version_funcs"]), set(d["cuda_calls"]),
-                   set(d["device_uses"]), frozenset(d["imports"]))
+                   set(d["device_uses"]), frozenset(d["imports"]), frozenset(d["followed"]))
 
 
 def facts_of(analyzer, module: str, imports: Iterable[str]) -> FileFacts:
     """The facts an analysed file yields (read from its analyzer after :meth:`PyAnalyzer.finish`)."""
     from ascend_compat.analysis.rules import cuda_extension, cuda_version_gate, triton_kernel
 
-    f = FileFacts(module=module, imports=frozenset(imports))
+    f = FileFacts(module=module, imports=frozenset(imports), followed=frozenset(analyzer.dynamic_names))
     spans = analyzer.module_defs  # name -> (first, last) line of module-level functions
     building = [x.line for x in analyzer.findings if x.rule in ("cuda-extension", "cuda-source")]
     for name, (lo, hi) in spans.items():

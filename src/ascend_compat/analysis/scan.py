@@ -32,7 +32,7 @@ import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ascend_compat.analysis import limits
 from ascend_compat.analysis import sparse as _sparse
@@ -42,7 +42,7 @@ from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
-ANALYZER_VERSION = "3"
+ANALYZER_VERSION = "4"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
@@ -74,6 +74,9 @@ class ScanOptions:
     project: bool = True
     #: the project's facts, set for the second pass (:class:`~ascend_compat.analysis.project.ProjectFacts`)
     project_facts: Optional[object] = None
+    #: for a later pass: path -> the names the file's earlier pass followed (``FileFacts.followed``), the
+    #: trigger words its first round starts with (the findings do not depend on them, only the rounds do)
+    followed: Optional[dict] = None
     #: let an internal error propagate (``--debug``) instead of reporting it as the file's error
     debug: bool = False
 
@@ -241,22 +244,52 @@ _WORD_RUN = re.compile(r"\w+")
 
 
 def _name_positions(text: str, names) -> List[int]:
-    """Offsets where any of ``names`` occurs as a whole identifier (many names: one pass over the
-    text's words, not one search of the text per name: 30,000 names in 1.7 MB took 44 s)."""
-    if len(names) > 8:
-        names = set(names)
-        return [m.start() for m in _WORD_RUN.finditer(text) if m.group() in names]
-    out = []
+    """Sorted offsets where any of ``names`` occurs as a whole identifier."""
+    out = [p for found in _occurrences(text, names).values() for p in found]
+    out.sort()
+    return out
+
+
+#: up to this many names are searched for one by one (``str.find``, ~0.6 ns a character); more, by one pass over
+#: the text's words (~17 ns a character: 30,000 names in 1.7 MB searched one by one took 44 s)
+_FIND_EACH = 24
+
+
+def _occurrences(text: str, names) -> Dict[str, List[int]]:
+    """name -> sorted offsets where it occurs in ``text`` as a whole identifier, for each of ``names``."""
+    out: Dict[str, List[int]] = {name: [] for name in names}
+    if len(out) > _FIND_EACH:
+        for m in _WORD_RUN.finditer(text):
+            found = out.get(m.group())
+            if found is not None:
+                found.append(m.start())
+        return out
     n = len(text)
-    for name in names:
+    for name, found in out.items():
         k = len(name)
         i = text.find(name)
         while i != -1:
             if (i == 0 or not _is_word_char(text[i - 1])) and (i + k >= n or not _is_word_char(text[i + k])):
-                out.append(i)
+                found.append(i)
             i = text.find(name, i + k)
-    out.sort()
     return out
+
+
+class _NameIndex:
+    """Where names occur in one text, each name searched for once (a file analysed in rounds adds names)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._at: Dict[str, List[int]] = {}
+
+    def positions(self, names) -> List[int]:
+        """Sorted offsets of the whole-identifier occurrences of ``names``."""
+        missing = [n for n in names if n not in self._at]
+        if missing:
+            self._at.update(_occurrences(self.text, missing))
+        out = [p for n in names for p in self._at[n]]
+        out.sort()
+        return out
 
 
 def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict] = None,
@@ -296,8 +329,9 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
 
 
 def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str) -> set:
-    """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``):
-    they are trigger words from the first round on, instead of being found by one more round."""
+    """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``,
+    ``import triton`` -> ``triton``): they are trigger words from the first round on, instead of being found by
+    one more round."""
     from ascend_compat.analysis.project import import_bindings
     from ascend_compat.analysis.visitor import needs_tracking
 
@@ -306,7 +340,9 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
         hot_positions(text, (), starts)
     out = set()
     for qual, name in import_bindings(text, starts, module, path.endswith("__init__.py")):
-        if name != "*" and name != qual and (needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS):
+        if name == "*" or (name == qual and name not in _TRIGGER_IMPORTS):
+            continue  # (``import torch`` binds nothing new; ``import triton`` binds a library whose uses say only triton)
+        if needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS:
             out.add(name)
     return out
 
@@ -325,9 +361,12 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
     streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
     stream = _stream.Stream(path, text, _chunks(text), _parse, _members, MAX_BLANKED_LINES) if streaming else None
     seeds: set = _import_seeds(text, starts, module, path)
+    if opts.followed:
+        seeds |= opts.followed.get(path, frozenset())
     trees: dict = {}  # the whole file's tree, reused when a later round needs it again
+    index = _NameIndex(text)
     for _ in range(5):
-        extra = _name_positions(text, seeds)
+        extra = index.positions(seeds)
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)
         analyzer = make(hot)
@@ -349,7 +388,7 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
             analyzer.finish()
             return analyzer, stream
         new = analyzer.dynamic_names - seeds
-        if not new or not _touches(analyzer.skipped, _lines_of(text, _name_positions(text, new))):
+        if not new or not _touches(analyzer.skipped, _lines_of(text, index.positions(new))):
             analyzer.finish()
             return analyzer, stream
         seeds |= new
@@ -402,18 +441,22 @@ def _members(text: str, s: int, e: int) -> Optional[List[Tuple[int, int]]]:
 def _feed_sparse(path: str, text: str, positions: List[int], analyzer, memo: dict) -> bool:
     """Parse and visit only the statements holding ``positions`` (:mod:`sparse`: the others blanked out at any
     depth, line and column numbers unchanged); False = parse the whole file instead. ``memo`` keeps the text's
-    strings for the next round."""
+    strings and this round's sparse copy and tree for the next round (which parses only what it un-blanks)."""
     if "strings" not in memo:
         memo["strings"] = _sparse.triple_strings(text) or ()
     sp = _sparse.blank_cold(text, positions, memo["strings"])
     if sp is None:
         return False
     try:
-        tree = _parse(sp.text, path)
+        if "sparse" in memo:
+            tree = _sparse.reparse(sp.text, *memo["sparse"], lambda t: _parse(t, path))
+        else:
+            tree = _parse(sp.text, path)
     except (SyntaxError, ValueError):  # (too complex, too: the whole file's parse says so)
         return False
     if not sp.verified(tree):
         return False
+    memo["sparse"] = (sp.text, tree)
     analyzer.skipped.extend(sp.blanked)
     analyzer.feed(tree)
     return True
@@ -712,7 +755,9 @@ def scan_targets(targets: Sequence[Target], opts: Optional[ScanOptions] = None, 
             redo = [i for i, f in enumerate(facts) if project.affected_by_change(f, change)]
         if not redo:
             break
-        again = _scan_each([targets[i] for i in redo], replace(opts, project_facts=project), jobs, None)
+        followed = {targets[i].path: facts[i].followed for i in redo}
+        again = _scan_each([targets[i] for i in redo], replace(opts, project_facts=project, followed=followed),
+                           jobs, None)
         for i, r in zip(redo, again):
             if not r.reused:  # (reused: the facts cannot change it; the earlier result stands)
                 results[i], facts[i] = r, r.facts

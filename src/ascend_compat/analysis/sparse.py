@@ -20,7 +20,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 #: the end of a line that closes a compound statement's header (``:`` and maybe a comment)
 _COLON_END = re.compile(r":[ \t]*(?:#[^\n]*)?\r?\n")
@@ -312,3 +312,46 @@ def blank_cold(text: str, positions: Sequence[int], strings: Optional[tuple] = N
     out.append(text[prev:])
     sparse.text = "".join(out)
     return sparse
+
+
+def reparse(new: str, old: str, old_tree: ast.Module, parse: Callable[[str], ast.Module]) -> ast.Module:
+    """The tree ``parse(new)`` gives, where ``new`` and ``old`` are sparse copies of one file (a later round keeps
+    more statements) and ``old_tree`` is ``parse(old)``: the top-level statements of ``old_tree`` whose lines
+    (up to the next top-level statement) did not change are reused, and each run of the others is parsed on
+    its own at its own line numbers (blank lines before it). A run starts and ends where a top-level statement
+    does in both copies (un-blanking restores statements at the places of the placeholders), so it parses as it
+    does inside the whole text."""
+    new_lines = new.splitlines(keepends=True)
+    old_lines = old.splitlines(keepends=True)
+    body = old_tree.body
+    if len(new_lines) != len(old_lines) or not body:
+        return parse(new)
+    firsts = [_first_line(s) for s in body] + [len(new_lines) + 1]
+    changed = [i + 1 for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b]
+    if not changed:
+        return old_tree
+    if changed[0] < firsts[0]:
+        return parse(new)
+    dirty = set()
+    for line in changed:
+        dirty.add(bisect.bisect_right(firsts, line) - 1)
+    out: List[ast.stmt] = []
+    k, n = 0, len(body)
+    while k < n:
+        if k not in dirty:
+            out.append(body[k])
+            k += 1
+            continue
+        j = k
+        while j + 1 < n and j + 1 in dirty:
+            j += 1
+        lo, hi = firsts[k], firsts[j + 1]  # the run's lines: [lo, hi)
+        out.extend(parse("\n" * (lo - 1) + "".join(new_lines[lo - 1:hi - 1])).body)
+        k = j + 1
+    return ast.Module(body=out, type_ignores=[])
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    """The first line of a top-level statement, its decorators included."""
+    decorators = getattr(stmt, "decorator_list", None)
+    return decorators[0].lineno if decorators else stmt.lineno
