@@ -331,3 +331,25 @@ def test_names_are_found_the_same_one_by_one_and_in_one_pass_over_the_words():
     index = scan._NameIndex(text)
     assert index.positions(["x", "dist"]) == sorted(one_pass["x"] + one_pass["dist"])
     assert index.positions(["dist", "torch"]) == sorted(one_pass["dist"] + one_pass["torch"])
+
+
+def test_lines_of_a_hot_statement_that_hold_no_trigger_are_not_visited(tmp_path, rounds):
+    """A kept statement's header test and a table's cold rows are skipped like cold statements (their spans are
+    recorded); a name found later that occurs in one of them (``flag`` in the if test) starts another round, so
+    the findings stay those of the whole file."""
+    from ascend_compat.analysis.visitor import PyAnalyzer
+
+    text = ("import torch\nflag = torch.version.cuda\n\n\n"
+            "def move(x, table):\n    if x.dim() > 2 and flag:\n        x = x.cuda()\n    return x\n\n\n"
+            "ROWS = [\n    ('a', 1),\n    ('b', torch.float64),\n    ('c', 3),\n]\n" + _PADDING)
+    an = PyAnalyzer("m.py", text, hot_lines=[1, 2, 7, 13])
+    an.feed(scan._parse(text, "m.py"))
+    assert (6, 6) in an.skipped  # the if test (cold in a first round: flag is not a trigger word yet)
+    assert (12, 12) in an.skipped and (14, 14) in an.skipped  # the table's cold rows
+    assert not any(lo <= 13 <= hi for lo, hi in an.skipped)
+    f = tmp_path / "m.py"
+    f.write_text(text)
+    r = scan.scan_file(str(f))
+    assert [x.to_dict() for x in r.findings] == _full(str(f), text)
+    assert any(x.line == 6 for x in r.findings)  # the gate on flag, found in the second round
+    assert rounds[str(f)] == [2]

@@ -61,6 +61,9 @@ _TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 #: the newline before a top-level statement (a regex starting with a literal is scanned fast)
 _BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
+#: rounds of one file's analysis with growing trigger names (a name bound from a name bound from a CUDA
+#: value ...); the last round's result stands
+MAX_NAME_ROUNDS = 8
 #: shorter files are parsed whole (a syntax error anywhere in them is reported)
 _SPARSE_MIN_LINES = 200
 
@@ -308,8 +311,10 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
     starts: Optional[List[int]] = [] if sink is not None else None
     base, relevant = hot_positions(text, (), starts)
     module = _project.module_name(path) if sink is not None or facts is not None else None
+    bindings = None
     if sink is not None:
-        imports = _project.import_targets(text, starts, module, path.endswith("__init__.py"))
+        bindings = _project.import_bindings(text, starts, module, path.endswith("__init__.py"))
+        imports = frozenset(q for q, _ in bindings)
         sink["facts"] = _project.FileFacts(module=module, imports=imports)
         if facts is not None:
             names = facts.reachable(imports)
@@ -322,24 +327,27 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
                 relevant = True
     if not relevant:
         return []
-    analyzer, stream = _analyse_relevant(path, text, opts, base, module, starts, stream_over)
+    analyzer, stream = _analyse_relevant(path, text, opts, base, module, starts, stream_over, bindings)
     if sink is not None:
         sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
     return _stream.finished(stream, analyzer.findings)
 
 
-def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str) -> set:
+def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str,
+                  bindings: Optional[set] = None) -> set:
     """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``,
     ``import triton`` -> ``triton``): they are trigger words from the first round on, instead of being found by
-    one more round."""
+    one more round. ``bindings``: the imports' :func:`~ascend_compat.analysis.project.import_bindings`, when known."""
     from ascend_compat.analysis.project import import_bindings
     from ascend_compat.analysis.visitor import needs_tracking
 
-    if starts is None:
-        starts = []
-        hot_positions(text, (), starts)
+    if bindings is None:
+        if starts is None:
+            starts = []
+            hot_positions(text, (), starts)
+        bindings = import_bindings(text, starts, module, path.endswith("__init__.py"))
     out = set()
-    for qual, name in import_bindings(text, starts, module, path.endswith("__init__.py")):
+    for qual, name in bindings:
         if name == "*" or (name == qual and name not in _TRIGGER_IMPORTS):
             continue  # (``import torch`` binds nothing new; ``import triton`` binds a library whose uses say only triton)
         if needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS:
@@ -348,10 +356,11 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
 
 
 def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], module: Optional[str],
-                      starts: Optional[List[int]] = None, stream_over: Optional[int] = None):
+                      starts: Optional[List[int]] = None, stream_over: Optional[int] = None,
+                      bindings: Optional[set] = None):
     """(the finished analyzer, the :class:`stream.Stream` or None) of a file that can have findings (hot
-    positions ``base``; ``starts``: the offsets of its import lines, when known). A text of over
-    ``stream_over`` characters (default ``stream.STREAM_BYTES``) is analysed in windows."""
+    positions ``base``; ``starts``: the offsets of its import lines and ``bindings`` what they bind, when
+    known). A text of over ``stream_over`` characters (default ``stream.STREAM_BYTES``) is analysed in windows."""
     from ascend_compat.analysis.visitor import PyAnalyzer
 
     def make(hot=None):
@@ -360,12 +369,12 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
 
     streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
     stream = _stream.Stream(path, text, _chunks(text), _parse, _members, MAX_BLANKED_LINES) if streaming else None
-    seeds: set = _import_seeds(text, starts, module, path)
+    seeds: set = _import_seeds(text, starts, module, path, bindings)
     if opts.followed:
         seeds |= opts.followed.get(path, frozenset())
     trees: dict = {}  # the whole file's tree, reused when a later round needs it again
     index = _NameIndex(text)
-    for _ in range(5):
+    for _ in range(MAX_NAME_ROUNDS):
         extra = index.positions(seeds)
         positions = sorted(base + extra) if extra else base
         hot = _lines_of(text, positions)

@@ -220,15 +220,23 @@ class PyAnalyzer:
     def visit(self, node) -> None:
         t = type(node)
         hot = self.hot
-        if hot is not None and t in _STMTS:
-            lo = node.lineno
-            if t in _DEFS and node.decorator_list:
-                lo = node.decorator_list[0].lineno
-            hi = node.end_lineno or lo
-            i = bisect.bisect_left(hot, lo)
-            if i == len(hot) or hot[i] > hi:
-                self.skipped.append((lo, hi))
-                return
+        if hot is not None:
+            if t in _STMTS:
+                lo = node.lineno
+                if t in _DEFS and node.decorator_list:
+                    lo = node.decorator_list[0].lineno
+                hi = node.end_lineno or lo
+            else:  # an expression: a hot statement's lines that hold no trigger (a header's test, a table's rows)
+                hi = getattr(node, "end_lineno", None)
+                if hi is None:
+                    hi = lo = 0  # (no position: arguments, comprehension, withitem, ...: visited)
+                else:
+                    lo = node.lineno
+            if hi:
+                i = bisect.bisect_left(hot, lo)
+                if i == len(hot) or hot[i] > hi:
+                    self.skipped.append((lo, hi))
+                    return
         fn = self._dispatch.get(t)
         if fn is not None:
             fn(node)
