@@ -57,7 +57,8 @@ _TRIGGER_IMPORTS = _rules().trigger_imports
 _STRINGS = re.compile('"(?:' + "|".join(re.escape(p) for p in sorted(
     {p for ps in _rules().trigger_strings.values() for p in ps}, key=len, reverse=True)) + ")") \
     if _rules().trigger_strings else None
-_TORCH_REBIND = re.compile(r"torch[ \t]*=(?!=)")
+#: ``torch =`` (the name rebound; the look-behind after the literal keeps the regex engine's fast literal scan)
+_TORCH_REBIND = re.compile(r"torch(?<!\wtorch)[ \t]*=(?!=)")
 _IMPORT_LINE = re.compile(r"[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w.]+)(.*))")
 #: the newline before a top-level statement (a regex starting with a literal is scanned fast)
 _BOUNDARY = re.compile(r"\n(?=[^\s#)\]}'\"])(?!(?:else|elif|except|finally)\b)")
@@ -194,11 +195,20 @@ def hot_positions(text: str, words=(), import_starts: Optional[List[int]] = None
         pos.extend(_name_positions(text, words))
     relevant = bool(pos)
     # rebinding the name torch (torch = ...) changes what later lines resolve to
-    i = text.find("torch")
-    while i != -1:
-        if (i == 0 or not _is_word_char(text[i - 1])) and _TORCH_REBIND.match(text, i):
-            pos.append(i)
-        i = text.find("torch", i + 5)
+    pos.extend(m.start() for m in _TORCH_REBIND.finditer(text))
+    starts, importing = _import_lines(text, judge=not relevant)
+    pos.extend(starts)
+    if import_starts is not None:
+        import_starts.extend(starts)
+    pos.sort()
+    return pos, relevant or importing
+
+
+def _import_lines(text: str, judge: bool = True) -> Tuple[List[int], bool]:
+    """(offsets of the import lines, whether one imports a listed library or binds a followed torch name: the
+    file is worth parsing for it); the latter only with ``judge``, else False."""
+    starts: List[int] = []
+    importing = False
     i = text.find("import")
     start = scanned = 0  # the line start is searched for only since the last occurrence (one long
     while i != -1:       # line of many "import" words made every search go back to its start)
@@ -208,17 +218,14 @@ def hot_positions(text: str, words=(), import_starts: Optional[List[int]] = None
         scanned = i
         m = _IMPORT_LINE.match(text, start)
         if m is not None and m.end() > i:
-            pos.append(start)
-            if import_starts is not None:
-                import_starts.append(start)
-            if not relevant:
+            starts.append(start)
+            if judge and not importing:
                 mod = m.group(1) or m.group(2)
                 root = mod.split(".", 1)[0]
                 if root in _TRIGGER_IMPORTS or (root == "torch" and _binds_tracked_torch_name(text, start)):
-                    relevant = True
+                    importing = True
         i = text.find("import", max(i + 6, m.end() if m is not None else 0))
-    pos.sort()
-    return pos, relevant
+    return starts, importing
 
 
 def _binds_tracked_torch_name(text: str, start: int) -> bool:
@@ -308,20 +315,19 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
     from ascend_compat.analysis import project as _project
 
     facts = opts.project_facts
+    module = _project.module_name(path) if sink is not None or facts is not None else None
+    if facts is not None and sink is not None and _reused(text, path, module, facts, sink):
+        return []
     starts: Optional[List[int]] = [] if sink is not None else None
     base, relevant = hot_positions(text, (), starts)
-    module = _project.module_name(path) if sink is not None or facts is not None else None
     bindings = None
     if sink is not None:
         bindings = _project.import_bindings(text, starts, module, path.endswith("__init__.py"))
         imports = frozenset(q for q, _ in bindings)
         sink["facts"] = _project.FileFacts(module=module, imports=imports)
-        if facts is not None:
+        if facts is not None:  # (not reused: the file names a fact's symbol or its definitions got a meaning)
             names = facts.reachable(imports)
             named = _name_positions(text, names) if names else []
-            if not named and module not in facts.back_modules():
-                sink["reused"] = True
-                return []
             if named:
                 base = sorted(base + named)
                 relevant = True
@@ -331,6 +337,22 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
     if sink is not None:
         sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
     return _stream.finished(stream, analyzer.findings)
+
+
+def _reused(text: str, path: str, module: str, facts, sink: dict) -> bool:
+    """In a later pass: whether the file names none of the symbols the project's facts give a meaning that its
+    imports reach, and none of its own definitions got one (``sink["reused"]`` is then set): found from its import
+    lines alone, before the trigger words are searched for."""
+    from ascend_compat.analysis import project as _project
+
+    starts, _ = _import_lines(text, judge=False)
+    imports = _project.import_targets(text, starts, module, path.endswith("__init__.py"))
+    names = facts.reachable(imports)
+    if module in facts.back_modules() or (names and _name_positions(text, names)):
+        return False
+    sink["facts"] = _project.FileFacts(module=module, imports=imports)
+    sink["reused"] = True
+    return True
 
 
 def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str,

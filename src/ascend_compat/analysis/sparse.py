@@ -29,6 +29,8 @@ _CODE_LINE = re.compile(r"^([ \t]*)(?=[^\s#])", re.M)
 #: a header looks at most this many lines ahead for the ``:`` that ends it (``def f(\n a,\n b,\n):``)
 _MAX_HEADER_LINES = 40
 _MATCH = re.compile(r"match\b(?![ \t]*[=.,:)\]])")
+#: how a compound statement starts (a decorator, a keyword); a statement starting otherwise has no block
+_COMPOUND = re.compile(r"@|(?:async|def|class|if|for|while|with|try|match)\b")
 _ALTERNATIVES = r"(?!(?:else|elif|except|finally)\b)"
 _STARTS: Dict[str, "re.Pattern"] = {}
 _CLAUSES: Dict[str, "re.Pattern"] = {}
@@ -191,6 +193,8 @@ class _Cutter:
     def statement(self, s: int, e: int, indent: str) -> None:
         """Blank the cold statements inside the hot statement [s, e) (which starts at ``indent``), if it is a
         compound statement whose structure the text shows; otherwise keep it whole."""
+        if not _COMPOUND.match(self.text, s + len(indent)):
+            return  # a simple statement over several lines (brackets, a backslash): nothing to cut in it
         he = self.header_end(s, e, indent)
         if he == -1 or _MATCH.match(self.text, s + len(indent)):
             return  # (a match statement's blocks are its case clauses, which cannot be blanked)
