@@ -226,8 +226,7 @@ class _Cutter:
         if outer is not None and (len(ind) <= len(outer) or not ind.startswith(outer)):
             return False
         first = m.start()
-        starts = [first]
-        starts.extend(x.start() + 1 for x in _starts_rx(ind).finditer(text, first, b))
+        starts = [first] + [x.start() + 1 for x in _starts_rx(ind).finditer(text, first, b)]
         ss, se = self.str_starts, self.str_ends
         lo, hi = bisect.bisect_right(se, first), bisect.bisect_left(ss, b)
         if lo < hi:  # a line inside a string starts nothing
