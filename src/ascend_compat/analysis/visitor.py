@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import operator
 import re
 from array import array
 from typing import Dict, Iterable, List, Optional, Set, Tuple
@@ -40,6 +41,7 @@ _BACKEND_NAME = re.compile(r"backend", re.I)
 #: the knowledge record of an environment variable name (cached: tried for upper-case string constants)
 _env_var = functools.lru_cache(maxsize=4096)(env_vars.lookup)
 _NEWLINE = re.compile("\n")
+_END = operator.methodcaller("end")
 _IGNORE = re.compile(r"#\s*ascend-compat:\s*ignore(?:\[([^\]]*)\])?")
 
 
@@ -330,7 +332,7 @@ class PyAnalyzer:
         starts = self._lines
         if starts is None:
             starts = self._lines = array("q", [0])
-            starts.extend(m.end() for m in _NEWLINE.finditer(self.text))
+            starts.extend(map(_END, _NEWLINE.finditer(self.text)))  # (no Python frame per line)
         if not 0 < n <= len(starts):
             return None
         return self.text[starts[n - 1]:starts[n] - 1 if n < len(starts) else len(self.text)]
