@@ -353,3 +353,18 @@ def test_lines_of_a_hot_statement_that_hold_no_trigger_are_not_visited(tmp_path,
     assert [x.to_dict() for x in r.findings] == _full(str(f), text)
     assert any(x.line == 6 for x in r.findings)  # the gate on flag, found in the second round
     assert rounds[str(f)] == [2]
+
+
+def test_a_string_line_that_looks_like_a_clause_is_not_cut_as_one(tmp_path):
+    """A multi-line string whose line at the statement's indentation reads like a clause (``examples:``, at
+    column 0 inside a function's call) made the cutter look for a block inside the string, and the analysis
+    failed with an internal error (IndexError; unsloth's dataset_none_detect.py)."""
+    text = ('import argparse\nimport torch\n\n\ndef main():\n    parser = argparse.ArgumentParser(\n'
+            '        epilog="""\nexamples:\n  python run.py --device cuda\n        """,\n    )\n'
+            '    ok = torch.cuda.is_available()\n    return parser, ok\n\n\n' + _PADDING)
+    f = tmp_path / "cli.py"
+    f.write_text(text)
+    r = scan.scan_file(str(f))
+    assert r.error is None
+    assert [x.to_dict() for x in r.findings] == _full(str(f), text)
+    assert any(x.line == 12 for x in r.findings)

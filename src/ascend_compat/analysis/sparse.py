@@ -29,6 +29,8 @@ _CODE_LINE = re.compile(r"^([ \t]*)(?=[^\s#])", re.M)
 #: a header looks at most this many lines ahead for the ``:`` that ends it (``def f(\n a,\n b,\n):``)
 _MAX_HEADER_LINES = 40
 _MATCH = re.compile(r"match\b(?![ \t]*[=.,:)\]])")
+#: a clause of the compound statement before it, at the statement's indentation
+_CLAUSE = re.compile(r"(?:else|elif|except|finally)\b")
 #: how a compound statement starts (a decorator, a keyword); a statement starting otherwise has no block
 _COMPOUND = re.compile(r"@|(?:async|def|class|if|for|while|with|try|match)\b")
 _ALTERNATIVES = r"(?!(?:else|elif|except|finally)\b)"
@@ -162,9 +164,10 @@ class _Cutter:
         self.str_starts, self.str_ends = strings
         self.edits: List[Tuple[int, int, str]] = []  # (start, end, indentation of the placeholder)
 
-    def hot(self, a: int, b: int) -> bool:
-        i = bisect.bisect_left(self.pos, a)
-        return i < len(self.pos) and self.pos[i] < b
+    def in_string(self, at: int) -> bool:
+        """Whether offset ``at`` is inside a multi-line string."""
+        k = bisect.bisect_right(self.str_starts, at) - 1
+        return k >= 0 and self.str_ends[k] > at
 
     def header_end(self, s: int, e: int, indent: str) -> int:
         """Offset after the header of the compound statement at ``s`` whose body starts on the next line; -1 if
@@ -203,6 +206,11 @@ class _Cutter:
         start = he
         for m in _clauses_rx(indent).finditer(self.text, he - 1, e):
             c = m.start() + 1
+            if self.in_string(c):
+                continue  # (a line of a multi-line string that looks like ``examples:``)
+            if not _CLAUSE.match(self.text, c + len(indent)):
+                del self.edits[mark:]
+                return  # a closing bracket at the statement's indentation, ...: kept whole
             che = self.header_end(c, e, indent)
             if che == -1:
                 del self.edits[mark:]
@@ -238,6 +246,8 @@ class _Cutter:
                 prev = max(x, bisect.bisect_left(starts, se[i], x))
             out.extend(starts[prev:])
             starts = out
+        if not starts:
+            return False  # (its first code line is in a string: the block is not what the text seems to show)
         width = len(ind)
         while True:
             n = len(starts)
