@@ -534,3 +534,17 @@ def test_file_names_of_nvidia_libraries_loaded_or_searched(tmp_path):
     assert handling[2] == handling[9] == {"manual"}  # loaded, and called into through the handle
     assert handling[3] == handling[4] == {"partial"}  # searched for: not found on Ascend, the other branch runs
     assert len([f for f in fs if f.line == 3]) == 2
+
+
+def test_cuda_only_environment_variable_families(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        force = os.getenv("FORCE_CUDA", "0") == "1"
+        lazy = os.environ.get("CUDA_MODULE_LOADING")
+        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+        os.environ["CUDNN_LOGINFO_DBG"] = "1"
+        os.environ["MY_SETTING"] = "1"
+        """)
+    assert _lines(fs, "cuda-env-other") == {2, 3, 4, 5, 6}
+    assert all(f.handling == "partial" for f in fs if f.rule == "cuda-env-other")

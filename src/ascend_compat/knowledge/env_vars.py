@@ -65,6 +65,25 @@ RECORDS: tuple[EnvVar, ...] = (
            "Megatron's overlap setting has no NPU equivalent (MindSpeed handles it)"),
     EnvVar("CUDA_MPS_*", "cuda-env-other", PARTIAL, None,
            "NVIDIA's multi-process service has no Ascend counterpart; the variable is ignored"),
+    EnvVar("CUDA_*", "cuda-env-other", PARTIAL, None,
+           "a CUDA runtime, driver or toolkit setting (CUDA_MODULE_LOADING, CUDA_CACHE_PATH and the like); the NPU "
+           "runtime does not read it"),
+    EnvVar("FORCE_CUDA", "cuda-env-other", PARTIAL, None,
+           "extension build scripts' switch that forces the CUDA build without a visible GPU; Ascend hosts have no "
+           "CUDA toolkit to build with; the CUDA build it steers is reported where it is declared"),
+    EnvVar("CUBLAS_*", "cuda-env-other", PARTIAL, None,
+           "a cuBLAS setting (CUBLAS_WORKSPACE_CONFIG sizes cuBLAS's workspace for deterministic matmuls): NPU "
+           "matmuls do not go through cuBLAS, so it is ignored; torch.use_deterministic_algorithms(True) is the "
+           "device-independent switch"),
+    EnvVar("CUBLASLT_*", "cuda-env-other", PARTIAL, None,
+           "a cuBLASLt setting: NPU matmuls do not go through cuBLASLt, so it is ignored"),
+    EnvVar("CUDNN_*", "cuda-env-other", PARTIAL, None,
+           "a cuDNN setting (logging, frontend switches): NPU kernels do not go through cuDNN, so it is ignored"),
+    EnvVar("NVIDIA_VISIBLE_DEVICES", "cuda-env-other", PARTIAL, "ASCEND_VISIBLE_DEVICES",
+           "the NVIDIA container runtime's device list; the Ascend Docker runtime reads ASCEND_VISIBLE_DEVICES"),
+    EnvVar("NVIDIA_*", "cuda-env-other", PARTIAL, None,
+           "an NVIDIA driver or container-runtime setting (NVIDIA_TF32_OVERRIDE, NVIDIA_DRIVER_CAPABILITIES); "
+           "ignored on Ascend"),
     EnvVar("CUDA_HOME", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
     EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
