@@ -548,3 +548,13 @@ def test_cuda_only_environment_variable_families(tmp_path):
         """)
     assert _lines(fs, "cuda-env-other") == {2, 3, 4, 5, 6}
     assert all(f.handling == "partial" for f in fs if f.rule == "cuda-env-other")
+
+
+def test_nvcc_device_code_options(tmp_path):
+    fs = _scan(tmp_path, """\
+        def flags(build_type):
+            if build_type == "debug":
+                return ["--device-debug"]
+            return ["--device-c", "-dlto", "--debug", "-O3"]
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 4}
