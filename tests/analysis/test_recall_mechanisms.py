@@ -558,3 +558,24 @@ def test_nvcc_device_code_options(tmp_path):
             return ["--device-c", "-dlto", "--debug", "-O3"]
         """)
     assert _lines(fs, "cuda-extension") == {3, 4}
+
+
+def test_nvcc_run_through_a_name_and_the_gates_on_its_version(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+
+        def toolkit_version(home):
+            compiler = "nvcc" if home is None else home + "/bin/nvcc"
+            out = subprocess.check_output([compiler, "-V"], universal_newlines=True).split()
+            return int(out[out.index("release") + 1].split(".")[0])
+
+        def build(home):
+            version = toolkit_version(home)
+            if version >= 12:
+                return ["-O3"]
+            tool = "hipcc"
+            subprocess.check_output([tool, "--version"])
+            return []
+        """)
+    assert 5 in _lines(fs, "cuda-extension") and 13 not in _lines(fs)
+    assert _lines(fs, "cuda-version-gate") == {10}

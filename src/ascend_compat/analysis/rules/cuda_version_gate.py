@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import ast
 
-from ascend_compat.analysis.rules import device_capability
-from ascend_compat.analysis.rules.base import PARTIAL, Rule, const_str
-from ascend_compat.knowledge import extensions
+from ascend_compat.analysis.rules import cuda_extension, device_capability
+from ascend_compat.analysis.rules.base import PARTIAL, Rule
 
 RULE = Rule('cuda-version-gate', 'api', PARTIAL, 'CUDA toolkit version gate',
             'torch.version.cuda is None on torch_npu builds and Ascend hosts have no nvcc: a test of the CUDA '
@@ -26,8 +25,6 @@ TOOLKIT, CAPABILITY = "toolkit", "capability"
 #: resolved names whose value is a CUDA version or capability, and which kind
 SOURCES = {"torch.version.cuda": TOOLKIT, "torch.cuda.get_device_capability": CAPABILITY,
            "torch.cuda.get_arch_list": CAPABILITY, "torch.backends.cudnn.version": TOOLKIT}
-_RUNNERS = ("subprocess.check_output", "subprocess.run", "subprocess.Popen", "subprocess.getoutput",
-            "os.popen", "os.system")
 
 
 def qualname(q: str, version):
@@ -46,7 +43,7 @@ def _state(v) -> dict:
 
 #: attributes a source ends with (a cheap test before resolving the name)
 _SOURCE_ATTRS = frozenset(q.rsplit(".", 1)[-1] for q in SOURCES) | {"major", "minor"}
-_RUNNER_ATTRS = frozenset(r.rsplit(".", 1)[-1] for r in _RUNNERS)
+_RUNNER_ATTRS = frozenset(r.rsplit(".", 1)[-1] for r in cuda_extension.RUNNERS)
 
 
 def _kind(v, expr):
@@ -110,17 +107,7 @@ def _kind(v, expr):
 
 
 def _runs_nvcc(v, call) -> bool:
-    q = v.qual(call.func) if type(call.func) in (ast.Name, ast.Attribute) else None
-    if q not in _RUNNERS or not call.args:
-        return False
-    first = call.args[0]
-    parts = list(first.elts) if type(first) in (ast.List, ast.Tuple) else [first]
-    parts = [p.right if type(p) is ast.BinOp else p for p in parts[:1]]  # cuda_dir + "/bin/nvcc"
-    for n in parts:
-        s = const_str(n)
-        if s is not None and extensions.runs_nvcc(s.lstrip("/\\")):
-            return True
-    return False
+    return cuda_extension.runs_nvcc(v, call)
 
 
 def _mark(v, name: str, kind: str, where: str) -> None:
