@@ -178,8 +178,51 @@ def test_triton_kernels_and_version_queries_of_other_modules(tmp_path):
             """,
     })
     got = _check(root)
-    assert _lines(got["kpkg/api.py"], "triton-kernel") == {3}
+    assert _lines(got["kpkg/api.py"], "triton-kernel") == {1, 3}  # the import of the kernel, its launch
     assert _lines(got["kpkg/build.py"], "cuda-version-gate") == {3}
+
+
+def test_imports_of_the_projects_triton_code(tmp_path):
+    root = _project(tmp_path, {
+        "ops/__init__.py": "",
+        "ops/fused.py": """\
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def _add(a, b, c, n, BLOCK: tl.constexpr):
+                pass
+
+            def fused_add(a, b):
+                c = torch.empty_like(a)
+                _add[(triton.cdiv(a.numel(), 16),)](a, b, c, a.numel(), BLOCK=16)
+                return c
+
+            def describe():
+                return "elementwise add"
+            """,
+        "ops/check.py": """\
+            def check(a, b):
+                from .fused import fused_add
+                return fused_add(a, b)
+            """,
+        "ops/optional.py": """\
+            try:
+                from ops import fused
+            except ImportError:
+                fused = None
+            """,
+        "ops/plain.py": """\
+            from ops.fused import describe
+            print(describe())
+            """,
+    })
+    got = _check(root)
+    assert _lines(got["ops/check.py"], "triton-kernel") == {2}
+    optional = [f for f in got["ops/optional.py"] if f.rule == "triton-kernel"]
+    assert [(f.line, f.handling) for f in optional] == [(2, "partial")]
+    assert got["ops/plain.py"] == []
 
 
 def test_facts_are_cached_and_the_second_pass_follows_a_changed_helper(tmp_path):

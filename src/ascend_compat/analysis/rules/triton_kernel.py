@@ -2,15 +2,17 @@
 
 Reported: each ``@triton.jit`` / ``@triton.autotune`` / ``@triton.heuristics`` kernel (once, at its decorator),
 each launch ``kernel[grid](...)`` of a kernel defined in the file (or, with project facts, in another module
-of the checked project), and each use of Triton's runtime API outside a kernel body (``triton.cdiv``,
-``triton.next_power_of_2``, ``triton.Config``, ``triton.runtime.driver``, ``triton.testing``...). Inside a
-kernel body the ``triton.language`` calls are the kernel itself and are not reported one by one.
+of the checked project), with project facts each import of the project's Triton code (a kernel, a function
+that launches one, a module defining them), and each use of Triton's runtime API outside a kernel body
+(``triton.cdiv``, ``triton.next_power_of_2``, ``triton.Config``, ``triton.runtime.driver``,
+``triton.testing``...). Inside a kernel body the ``triton.language`` calls are the kernel itself and are not
+reported one by one.
 """
 from __future__ import annotations
 
 import ast
 
-from ascend_compat.analysis.rules.base import MANUAL, Rule
+from ascend_compat.analysis.rules.base import MANUAL, PARTIAL, Rule
 
 RULE = Rule('triton-kernel', 'third-party', MANUAL, 'Triton kernel',
             'Triton kernels need triton-ascend on NPU; kernels tuned for NVIDIA (num_warps, shared-memory'
@@ -61,6 +63,28 @@ def on_attribute(v, node, q) -> None:
         seen.add(id(inner))
         inner = inner.value
     v.report(node, RULE.id, f"{q}: Triton's runtime API. {RULE.explanation}", RULE.suggestion)
+
+
+def on_import(v, node, module: str, names=()) -> bool:
+    """With project facts: an import of the project's Triton code (a kernel, a function that launches one, or
+    a module defining them): the importing file runs Triton kernels through it. Optional (partial) when the
+    import is guarded by except ImportError."""
+    p = v.project
+    if p is None or not p.triton_modules:
+        return False
+    hits = [f"{module}.{n}" for n in names if f"{module}.{n}" in p.kernels or f"{module}.{n}" in p.launchers
+            or f"{module}.{n}" in p.triton_modules]
+    if not hits and not names and module in p.triton_modules:
+        hits = [module]
+    if not hits:
+        return False
+    what = ", ".join(f"{h} ({'a Triton kernel' if h in p.kernels else 'launches Triton kernels, ' + p.launchers[h]})"
+                     if h not in p.triton_modules else f"{h} (a module defining Triton kernels)" for h in hits)
+    handling, msg = RULE.handling, f"import of the project's Triton code: {what}. {RULE.explanation}"
+    if v.guarded:
+        handling, msg = PARTIAL, msg + " Optional: the import is guarded by except ImportError."
+    v.report(node, RULE.id, msg, RULE.suggestion, handling=handling)
+    return True
 
 
 def on_call(v, node, q, attr) -> None:
