@@ -579,3 +579,25 @@ def test_nvcc_run_through_a_name_and_the_gates_on_its_version(tmp_path):
         """)
     assert 5 in _lines(fs, "cuda-extension") and 13 not in _lines(fs)
     assert _lines(fs, "cuda-version-gate") == {10}
+
+
+def test_presence_tests_and_parsing_of_a_toolkit_version_are_not_gates(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+
+        def version_tuple():
+            if torch.version.cuda:
+                parts = torch.version.cuda.split(".")
+                if len(parts) >= 2:
+                    return tuple(map(int, parts[:2]))
+            return None
+
+        def specs():
+            v = version_tuple()
+            if v is None:
+                return None
+            if v >= (12, 1):
+                return "new"
+            return "old"
+        """)
+    assert _lines(fs, "cuda-version-gate") == {4, 5, 14}

@@ -6,7 +6,8 @@ one up), so a test of it picks a kernel path by a made-up number. Reported: ``to
 itself, and each comparison on a value derived from a CUDA query (the flow is followed through
 assignments, tuple unpacking, subscripts, calls such as ``int(...)`` and the return values of the file's
 functions): ``torch.version.cuda``, ``get_device_capability()``, ``get_arch_list()``, a device's
-``.major``/``.minor``, and the output of an nvcc run. A comparison is reported under ``device-capability``
+``.major``/``.minor``, and the output of an nvcc run. Not gates: a presence test (``is None``) and the
+length of a parsed version's parts (``len(parts) >= 2``). A comparison is reported under ``device-capability``
 when the value comes from the capability, here otherwise.
 """
 from __future__ import annotations
@@ -75,6 +76,8 @@ def _kind(v, expr):
         elif t is ast.Call:
             f = n.func
             name = f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else None
+            if name == "len" and type(f) is ast.Name:
+                continue  # the length of a parsed version string's parts is its form, not the version
             if funcs and name in funcs:
                 found = found or funcs[name]
             elif project and type(f) in (ast.Name, ast.Attribute) and v.qual(f) in project:
@@ -137,7 +140,12 @@ def on_return(v, node, function_name: str) -> None:
 
 
 def on_compare(v, node, operands) -> None:
-    """A comparison on a CUDA version or capability that flowed here (one named here is reported by name)."""
+    """A comparison on a CUDA version or capability that flowed here (one named here is reported by name).
+    A presence test (``version is None``) is not a gate: without a toolkit the value is None and the code
+    takes the path written for that."""
+    if all(type(op) in (ast.Is, ast.IsNot) for op in node.ops) \
+            and any(type(o) is ast.Constant and o.value is None for o in operands):
+        return
     kinds = [k for k in (_kind(v, o) for o in operands) if k is not None]
     if not kinds or any(direct for _, direct in kinds):
         return
