@@ -67,8 +67,8 @@ def on_attribute(v, node, q) -> None:
 
 def on_import(v, node, module: str, names=()) -> bool:
     """With project facts: an import of the project's Triton code (a kernel, a function that launches one, or
-    a module defining them): the importing file runs Triton kernels through it. Optional (partial) when the
-    import is guarded by except ImportError."""
+    a module defining them): the importing file runs Triton kernels through it. Partial: the porting is done,
+    and rated, where the kernels are defined."""
     p = v.project
     if p is None or not p.triton_modules:
         return False
@@ -80,10 +80,8 @@ def on_import(v, node, module: str, names=()) -> bool:
         return False
     what = ", ".join(f"{h} ({'a Triton kernel' if h in p.kernels else 'launches Triton kernels, ' + p.launchers[h]})"
                      if h not in p.triton_modules else f"{h} (a module defining Triton kernels)" for h in hits)
-    handling, msg = RULE.handling, f"import of the project's Triton code: {what}. {RULE.explanation}"
-    if v.guarded:
-        handling, msg = PARTIAL, msg + " Optional: the import is guarded by except ImportError."
-    v.report(node, RULE.id, msg, RULE.suggestion, handling=handling)
+    v.report(node, RULE.id, f"import of the project's Triton code: {what}. This file runs those kernels; they are "
+             "ported where they are defined (rated there).", RULE.suggestion, handling=PARTIAL)
     return True
 
 
