@@ -601,3 +601,64 @@ def test_presence_tests_and_parsing_of_a_toolkit_version_are_not_gates(tmp_path)
             return "old"
         """)
     assert _lines(fs, "cuda-version-gate") == {4, 5, 14}
+
+
+def test_cuda_paths_whose_failure_is_caught_with_a_fallback_are_optional(tmp_path):
+    fs = _scan(tmp_path, """\
+        import triton
+
+        @triton.jit
+        def _kernel(x):
+            pass
+
+        def fast(x):
+            _kernel[(1,)](x)
+            return x
+
+        def middle(x):
+            return fast(x)
+
+        def run(x):
+            try:
+                return middle(x)
+            except RuntimeError:
+                return x
+
+        def direct(x):
+            try:
+                _kernel[(1,)](x)
+            except (ValueError, RuntimeError):
+                pass
+
+        def always(x):
+            _kernel[(2,)](x)
+
+        always(0)
+
+        def strict(x):
+            _kernel[(3,)](x)
+
+        try:
+            strict(0)
+        except RuntimeError:
+            print("failed")
+            raise
+        """)
+    handling = {f.line: f.handling for f in fs if f.rule == "triton-kernel"}
+    assert handling[8] == "partial"  # fast() <- middle() <- run()'s try/except RuntimeError
+    assert handling[22] == "partial"  # caught where it runs
+    assert handling[27] == "manual"  # always() is called unguarded
+    assert handling[32] == "manual"  # the handler raises again: no fallback
+    assert handling[3] == "manual"  # the kernel itself
+    assert rate_findings(fs).level == "hard"
+    fs = _scan(tmp_path, """\
+        def load():
+            import triton
+            return triton
+
+        try:
+            fa = load()
+        except RuntimeError:  # does not catch the ImportError of the import
+            fa = None
+        """, "y.py")
+    assert [f.handling for f in fs if f.line == 2] == ["manual"]

@@ -20,8 +20,9 @@ import bisect
 import functools
 import re
 from array import array
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from ascend_compat.analysis import fallback
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import cuda_library, nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
@@ -182,6 +183,12 @@ class PyAnalyzer:
         self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self.guarded = 0
+        #: the exception names each enclosing ``try`` body's handlers catch (see analysis/fallback.py)
+        self.catching: List[FrozenSet[str]] = []
+        #: calls of names not bound by an import: name -> [(names caught around it, caller, line)]
+        self.local_calls: Dict[str, List[fallback.Call]] = {}
+        self._import_findings: Set[Tuple[int, int]] = set()
+        self._manual_holders: Set[str] = set()
         #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
         #: so it does not erase a CUDA alias another branch gave the name (``except ImportError: xops = None``)
         self.alternative = 0
@@ -369,11 +376,37 @@ class PyAnalyzer:
         r = self.reg.rules[rule]
         end_line = getattr(node, "end_lineno", None) or line
         end_col = getattr(node, "end_col_offset", None)
+        handling = handling or r.handling
+        import_site = False
+        if handling == MANUAL and rule in fallback.RULES:
+            import_site = type(node) in (ast.Import, ast.ImportFrom, ast.alias)
+            if self.catching and fallback.guards(self.caught_here(), import_site, rule):
+                handling, message = PARTIAL, fallback.note(message, "its failure is caught here")
+            elif self._function_names and self._function_names[0] in self.module_defs:
+                self._holds_manual(self._function_names[0])
         self.findings.append(Finding(
             path=self.path, line=line, col=self._col(line, col), end_line=end_line,
             end_col=self._col(end_line, end_col) if end_col is not None else self._col(line, col),
-            rule=rule, category=r.category, handling=handling or r.handling, message=message,
+            rule=rule, category=r.category, handling=handling, message=message,
             suggestion=suggestion or r.suggestion, cell=self.cell))
+        if import_site:
+            self._import_findings.add((line, self.findings[-1].col))
+
+    def _holds_manual(self, name: str) -> None:
+        """Module function ``name`` holds (or calls one that holds) a manual CUDA construct: whether it is
+        optional depends on its calls, so they (and its callers' calls) must be visited."""
+        todo = [name]
+        while todo:
+            n = todo.pop()
+            if n in self._manual_holders:
+                continue
+            self._manual_holders.add(n)
+            self.dynamic_names.add(n)
+            todo.extend(caller for _, caller, _ in self.local_calls.get(n, ()) if caller in self.module_defs)
+
+    def caught_here(self) -> FrozenSet[str]:
+        """The exception names the enclosing ``try`` bodies' handlers catch."""
+        return frozenset().union(*self.catching) if self.catching else frozenset()
 
     # ------------------------------------------------------------------ imports and scopes
     def _import_line(self, node, q: str) -> None:
@@ -455,10 +488,12 @@ class PyAnalyzer:
     def _try(self, node: ast.Try) -> None:
         guarded = any(_catches_import_error(h.type) for h in node.handlers)
         self.guarded += guarded
+        self.catching.append(fallback.caught(node.handlers, self._line))
         try:
             self._visit_all(node.body)
         finally:
             self.guarded -= guarded
+            self.catching.pop()
         self.alternative += 1
         try:
             for h in node.handlers:
@@ -883,6 +918,11 @@ class PyAnalyzer:
         attr = func.attr if type(func) is ast.Attribute else None
         for hook in self._hooks["on_call"]:
             hook(self, node, q, attr)
+        if type(func) is ast.Name and q is None:  # a call of the file's own function (optional paths)
+            caller = self._function_names[0] if self._function_names else ""
+            self.local_calls.setdefault(func.id, []).append((self.caught_here(), caller, node.lineno))
+            if func.id in self._manual_holders and caller in self.module_defs:
+                self._holds_manual(caller)
         mod = self._dynamic_import(node) if q == "importlib.import_module" else None
         if mod is not None and not self._on_import(node, mod):
             self._import_line(node, mod)
@@ -949,6 +989,8 @@ class PyAnalyzer:
             for node, cell in self.env_candidates[name]:
                 self._in_cell(cell)
                 self._string(node, node.value, "env")
+        if self.local_calls and self.module_defs:
+            fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs)
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
         return self.findings
 
