@@ -545,6 +545,7 @@ def test_cuda_only_environment_variable_families(tmp_path):
         os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
         os.environ["CUDNN_LOGINFO_DBG"] = "1"
         os.environ["MY_SETTING"] = "1"
+        fraction = float(os.getenv("CUDA_MEMORY_FRACTION", "1.0"))  # the application's own variable
         """)
     assert _lines(fs, "cuda-env-other") == {2, 3, 4, 5, 6}
     assert all(f.handling == "partial" for f in fs if f.rule == "cuda-env-other")
