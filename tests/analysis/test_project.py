@@ -271,3 +271,32 @@ def test_a_guarded_import_of_a_project_cuda_extension_and_its_uses_are_optional(
     assert rate_findings(got["pkg/block.py"]).level == "moderate"
     assert {f.handling for f in got["pkg/plain.py"]} == {"manual"}
 
+
+
+def test_a_file_importing_the_projects_triton_code_is_rated_by_its_own_findings(tmp_path):
+    from ascend_compat.analysis.difficulty import rate_findings
+
+    root = _project(tmp_path, {
+        "k/__init__.py": "",
+        "k/scale.py": """\
+            import triton
+
+            @triton.jit
+            def _scale(x):
+                pass
+
+            def scale(x):
+                _scale[(1,)](x)
+            """,
+        "k/user.py": """\
+            import torch
+            from k.scale import scale
+
+            def step(x):
+                return scale(x.cuda())
+            """,
+    })
+    got = _check(root)
+    assert _lines(got["k/user.py"], "triton-kernel") == {2}
+    assert rate_findings(got["k/user.py"]).level == "easy"  # .cuda() is handled; the kernel is k/scale.py's
+    assert rate_findings(got["k/scale.py"]).level == "hard"

@@ -21,6 +21,8 @@ RULE = Rule('triton-kernel', 'third-party', MANUAL, 'Triton kernel',
 TRIGGERS = ()  # every report is reached through a name a triton import binds: the scanner follows it
 NAMES = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 _KERNELS = RULE.id + ":kernels"
+#: how a finding on an import of the project's Triton code starts (see :func:`rated_elsewhere`)
+PROJECT_IMPORT = "import of the project's Triton code: "
 _SEEN = RULE.id + ":chain"
 
 
@@ -80,9 +82,14 @@ def on_import(v, node, module: str, names=()) -> bool:
         return False
     what = ", ".join(f"{h} ({'a Triton kernel' if h in p.kernels else 'launches Triton kernels, ' + p.launchers[h]})"
                      if h not in p.triton_modules else f"{h} (a module defining Triton kernels)" for h in hits)
-    v.report(node, RULE.id, f"import of the project's Triton code: {what}. This file runs those kernels; they are "
-             "ported where they are defined (rated there).", RULE.suggestion, handling=PARTIAL)
+    v.report(node, RULE.id, f"{PROJECT_IMPORT}{what}. This file runs those kernels; they are ported where they are "
+             "defined (rated there).", RULE.suggestion, handling=PARTIAL)
     return True
+
+
+def rated_elsewhere(f) -> bool:
+    """Whether a finding is an import of the project's Triton code: its difficulty is the kernels' file's."""
+    return f.rule == RULE.id and f.message.startswith(PROJECT_IMPORT)
 
 
 def on_call(v, node, q, attr) -> None:
