@@ -663,3 +663,24 @@ def test_cuda_paths_whose_failure_is_caught_with_a_fallback_are_optional(tmp_pat
             fa = None
         """, "y.py")
     assert [f.handling for f in fs if f.line == 2] == ["manual"]
+
+
+def test_a_toolkit_version_handed_to_a_parameter_is_gated_inside_the_function(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+
+        def flags(version, debug=False):
+            if version >= 1201:
+                return ["-O3"]
+            if debug > 0:
+                return ["-g"]
+            return []
+
+        def other(version):
+            return version < 3
+
+        cuda = int(torch.version.cuda.replace(".", ""))
+        args = flags(cuda, debug=True)
+        ok = other(2)
+        """)
+    assert _lines(fs, "cuda-version-gate") == {4, 13}

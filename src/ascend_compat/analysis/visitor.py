@@ -989,6 +989,8 @@ class PyAnalyzer:
             for node, cell in self.env_candidates[name]:
                 self._in_cell(cell)
                 self._string(node, node.value, "env")
+        for hook in self._hooks["on_finish"]:
+            hook(self)
         if self.local_calls and self.module_defs:
             fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs)
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))

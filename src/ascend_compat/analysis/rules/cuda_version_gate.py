@@ -7,7 +7,8 @@ itself, and each comparison on a value derived from a CUDA query (the flow is fo
 assignments, tuple unpacking, subscripts, calls such as ``int(...)`` and the return values of the file's
 functions): ``torch.version.cuda``, ``get_device_capability()``, ``get_arch_list()``, a device's
 ``.major``/``.minor``, and the output of an nvcc run. Not gates: a presence test (``is None``) and the
-length of a parsed version's parts (``len(parts) >= 2``). A comparison is reported under ``device-capability``
+length of a parsed version's parts (``len(parts) >= 2``). A comparison on a parameter of a module function
+is a gate when a call in the file hands that parameter a CUDA version (``flags(cuda_version)``). A comparison is reported under ``device-capability``
 when the value comes from the capability, here otherwise.
 """
 from __future__ import annotations
@@ -23,6 +24,9 @@ RULE = Rule('cuda-version-gate', 'api', PARTIAL, 'CUDA toolkit version gate',
             'test for the feature or the device (torch.npu.is_available()) instead of the CUDA version.', order=9)
 TRIGGERS = ("cuda", "nvcc")
 TOOLKIT, CAPABILITY = "toolkit", "capability"
+#: state keys: module functions' parameter names; comparisons on a parameter, waiting for a call that hands
+#: it a version, (function, parameter) -> nodes; what calls hand over, (function, position or name) -> kind
+_PARAMS, _PENDING, _GIVEN = RULE.id + ":params", RULE.id + ":pending", RULE.id + ":given"
 #: resolved names whose value is a CUDA version or capability, and which kind
 SOURCES = {"torch.version.cuda": TOOLKIT, "torch.cuda.get_device_capability": CAPABILITY,
            "torch.cuda.get_arch_list": CAPABILITY, "torch.backends.cudnn.version": TOOLKIT}
@@ -139,6 +143,54 @@ def on_return(v, node, function_name: str) -> None:
         _mark(v, function_name, k[0], "funcs")
 
 
+def on_def(v, node) -> None:
+    """The parameters of a module function (a call may hand one a CUDA version: see :func:`on_finish`)."""
+    if not v.function_stack:
+        a = node.args
+        names = [p.arg for p in list(getattr(a, "posonlyargs", [])) + list(a.args) + list(a.kwonlyargs)]
+        v.state.setdefault(_PARAMS, {})[node.name] = names
+
+
+def on_call(v, node, q, attr) -> None:
+    """A call of a module function of the file handing it a CUDA version (``flags(cuda_version)``)."""
+    if q is not None or type(node.func) is not ast.Name or RULE.id not in v.state:
+        return  # (no CUDA version seen yet in the file: nothing to hand over)
+    given = v.state.setdefault(_GIVEN, {})
+    func = node.func.id
+    params = v.state.get(_PARAMS, {}).get(func)
+    for key, arg in list(enumerate(node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]:
+        k = _kind(v, arg)
+        if k is not None:
+            given[(func, key)] = k[0]
+            # the function's body must be visited where it uses the parameter (it may hold no trigger word)
+            v.dynamic_names.add(func)
+            if params is not None:
+                v.dynamic_names.add(key if type(key) is str else params[key] if key < len(params) else func)
+
+
+def on_finish(v) -> None:
+    """Comparisons on a parameter that a call in the file hands a CUDA version (the function may come first)."""
+    pending, given = v.state.get(_PENDING), v.state.get(_GIVEN)
+    if not pending or not given:
+        return
+    params = v.state.get(_PARAMS, {})
+    for (func, name), nodes in pending.items():
+        names = params.get(func, [])
+        kind = given.get((func, name)) or (given.get((func, names.index(name))) if name in names else None)
+        for node in nodes if kind else ():
+            _report_gate(v, node, kind)
+
+
+def _report_gate(v, node, kind: str) -> None:
+    if kind == CAPABILITY:
+        d = device_capability.RULE
+        v.report(node, d.id, "branch on a value derived from the CUDA compute capability: " + d.explanation,
+                 d.suggestion)
+    else:
+        v.report(node, RULE.id, "branch on the CUDA toolkit version (from nvcc or torch.version.cuda): "
+                 + RULE.explanation, RULE.suggestion)
+
+
 def on_compare(v, node, operands) -> None:
     """A comparison on a CUDA version or capability that flowed here (one named here is reported by name).
     A presence test (``version is None``) is not a gate: without a toolkit the value is None and the code
@@ -147,12 +199,19 @@ def on_compare(v, node, operands) -> None:
             and any(type(o) is ast.Constant and o.value is None for o in operands):
         return
     kinds = [k for k in (_kind(v, o) for o in operands) if k is not None]
-    if not kinds or any(direct for _, direct in kinds):
+    if not kinds:
+        _pending(v, node, operands)
         return
-    if kinds[0][0] == CAPABILITY:
-        d = device_capability.RULE
-        v.report(node, d.id, "branch on a value derived from the CUDA compute capability: " + d.explanation,
-                 d.suggestion)
-    else:
-        v.report(node, RULE.id, "branch on the CUDA toolkit version (from nvcc or torch.version.cuda): "
-                 + RULE.explanation, RULE.suggestion)
+    if not any(direct for _, direct in kinds):
+        _report_gate(v, node, kinds[0][0])
+
+
+def _pending(v, node, operands) -> None:
+    """A comparison on a parameter of a module function: a gate if a call hands that parameter a version."""
+    if len(v.function_stack) != 1 or not v.function_stack[0]:
+        return
+    params = v.state.get(_PARAMS, {}).get(v.function_stack[0], ())
+    for o in operands:
+        if type(o) is ast.Name and o.id in params:
+            v.state.setdefault(_PENDING, {}).setdefault((v.function_stack[0], o.id), []).append(node)
+            return
