@@ -605,23 +605,23 @@ def test_presence_tests_and_parsing_of_a_toolkit_version_are_not_gates(tmp_path)
 
 
 def test_cuda_paths_whose_failure_is_caught_with_a_fallback_are_optional(tmp_path):
-    fs = _scan(tmp_path, """\
-        import triton
+    src = """\
+        import triton, torch
 
         @triton.jit
         def _kernel(x):
             pass
 
-        def fast(x):
+        def fast_cuda(x):
             _kernel[(1,)](x)
             return x
 
-        def middle(x):
-            return fast(x)
+        def middle_cuda(x):
+            return fast_cuda(x)
 
         def run(x):
             try:
-                return middle(x)
+                return middle_cuda(x)
             except RuntimeError:
                 return x
 
@@ -631,27 +631,42 @@ def test_cuda_paths_whose_failure_is_caught_with_a_fallback_are_optional(tmp_pat
             except (ValueError, RuntimeError):
                 pass
 
-        def always(x):
+        def always_cuda(x):
             _kernel[(2,)](x)
 
-        always(0)
+        always_cuda(0)
 
-        def strict(x):
+        def strict_cuda(x):
             _kernel[(3,)](x)
 
         try:
-            strict(0)
+            strict_cuda(0)
         except RuntimeError:
             print("failed")
             raise
-        """)
+
+        def helper(x):
+            _kernel[(4,)](x)
+
+        try:
+            helper(torch.cuda.current_device())
+        except RuntimeError:
+            pass
+
+        def elsewhere():
+            return helper(1)  # no trigger word on this line: the function is not known to be optional
+        """
+    fs = _scan(tmp_path, src)
     handling = {f.line: f.handling for f in fs if f.rule == "triton-kernel"}
-    assert handling[8] == "partial"  # fast() <- middle() <- run()'s try/except RuntimeError
+    assert handling[8] == "partial"  # fast_cuda() <- middle_cuda() <- run()'s try/except RuntimeError
     assert handling[22] == "partial"  # caught where it runs
-    assert handling[27] == "manual"  # always() is called unguarded
+    assert handling[27] == "manual"  # always_cuda() is called unguarded
     assert handling[32] == "manual"  # the handler raises again: no fallback
+    assert handling[41] == "manual"  # called where the analysis did not look
     assert handling[3] == "manual"  # the kernel itself
     assert rate_findings(fs).level == "hard"
+    fs = _scan(tmp_path, src.replace("return helper(1)", "return 1"), "z.py")
+    assert {f.line: f.handling for f in fs if f.rule == "triton-kernel"}[41] == "partial"
     fs = _scan(tmp_path, """\
         def load():
             import triton

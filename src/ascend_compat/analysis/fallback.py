@@ -11,7 +11,8 @@ whose handlers catch the error that construct raises on Ascend:
 A function is optional when it is called in its file, and every call is either guarded so or made from an
 optional function (``def dtw(x): try: return dtw_cuda(x) except RuntimeError: ...`` makes ``dtw_cuda``
 optional). Only the file's own calls are seen: a function another module calls unguarded is rated by
-its own file's calls. A handler that may raise again (a ``raise`` in its body, read from the source text
+its own file's calls; and only calls the analysis visited (statements with a trigger word: a call of the
+name in a line the analysis skipped leaves the function manual, which costs no second walk). A handler that may raise again (a ``raise`` in its body, read from the source text
 because the sparse parse may blank the body) is no fallback.
 """
 from __future__ import annotations
@@ -87,12 +88,21 @@ def guards(names: FrozenSet[str], import_site: bool, rule: str) -> bool:
     return bool(names & IMPORT_ERRORS)
 
 
-#: a call of a module function: (exception names its enclosing try bodies catch, calling module function, line)
-Call = Tuple[FrozenSet[str], str, int]
+#: a call of a module function: (the handlers of its enclosing try bodies, calling module function, line)
+Call = Tuple[Tuple[list, ...], str, int]
+
+
+def _all_calls_seen(name: str, seen: int, text: str) -> bool:
+    """Whether the text holds no more calls of ``name`` (``name(``, ``x.name(``) than the ``seen`` ones."""
+    if not seen:
+        return False
+    found = len(re.findall(r"(?<![\w])" + re.escape(name) + r"\s*\(", text))
+    defs = len(re.findall(r"\bdef\s+" + re.escape(name) + r"\s*\(", text))
+    return found - defs <= seen
 
 
 def optional_functions(calls: Dict[str, List[Call]], defs: Dict[str, Tuple[int, int]],
-                       import_site: bool, rule: str) -> Dict[str, int]:
+                       import_site: bool, rule: str, caught_by: Callable, text: str) -> Dict[str, int]:
     """Module-level functions every call of which is guarded for such a finding or made from another
     optional function -> the line of a guarded call (for the message)."""
     out: Dict[str, int] = {}
@@ -103,14 +113,16 @@ def optional_functions(calls: Dict[str, List[Call]], defs: Dict[str, Tuple[int, 
             if name in out or name not in defs:
                 continue
             others = [s for s in sites if s[1] != name]  # (recursion says nothing)
-            if others and all(guards(c, import_site, rule) or caller in out for c, caller, _ in others):
-                out[name] = next((ln for c, _, ln in others if guards(c, import_site, rule)), others[0][2])
+            ok = [bool(t) and guards(caught_by(t), import_site, rule) for t, _, _ in others]
+            if others and all(g or caller in out for g, (_, caller, _) in zip(ok, others)) \
+                    and _all_calls_seen(name, len(sites), text):
+                out[name] = next((s[2] for g, s in zip(ok, others) if g), others[0][2])
                 changed = True
     return out
 
 
 def apply(findings: List[Finding], import_lines: Set[Tuple[int, int]], calls: Dict[str, List[Call]],
-          defs: Dict[str, Tuple[int, int]]) -> None:
+          defs: Dict[str, Tuple[int, int]], caught_by: Callable, text: str) -> None:
     """Rate the manual findings of :data:`RULES` inside optional functions partial (in place)."""
     cache: Dict[Tuple[bool, str], Dict[str, int]] = {}
     spans = sorted((lo, hi, name) for name, (lo, hi) in defs.items())
@@ -122,7 +134,7 @@ def apply(findings: List[Finding], import_lines: Set[Tuple[int, int]], calls: Di
             continue
         key = ((f.line, f.col) in import_lines, f.rule)
         if key not in cache:
-            cache[key] = optional_functions(calls, defs, key[0], key[1])
+            cache[key] = optional_functions(calls, defs, key[0], key[1], caught_by, text)
         line = cache[key].get(holder)
         if line is not None:
             f.handling = PARTIAL

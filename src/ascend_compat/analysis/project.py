@@ -72,7 +72,7 @@ class FileFacts:
     device_consts: Dict[str, str] = field(default_factory=dict)
     #: Triton kernels defined here
     kernels: Set[str] = field(default_factory=set)
-    #: functions (no kernels themselves) whose body launches or builds a Triton kernel -> line
+    #: functions (no kernels themselves) whose body launches or defines a Triton kernel -> line
     launchers: Dict[str, int] = field(default_factory=dict)
     #: functions returning a CUDA toolkit version or capability -> "toolkit" / "capability"
     version_funcs: Dict[str, str] = field(default_factory=dict)
@@ -117,7 +117,7 @@ def facts_of(analyzer, module: str, imports: Iterable[str]) -> FileFacts:
     f.ext_modules = set(st.get(cuda_extension.EXT_MODULES, ()))
     f.cuda_calls = set(st.get(cuda_extension.CUDA_CALLS, ()))
     f.kernels = {k for k in triton_kernel.kernels(analyzer) if k in spans}
-    launching = [x.line for x in analyzer.findings if x.rule == triton_kernel.RULE.id]
+    launching = triton_kernel.launch_lines(analyzer)
     f.launchers = {name: lo for name, (lo, hi) in spans.items()
                    if name not in f.kernels and any(lo <= ln <= hi for ln in launching)}
     funcs = (st.get(cuda_version_gate.RULE.id) or {}).get("funcs", {})

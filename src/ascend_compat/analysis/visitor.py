@@ -183,12 +183,12 @@ class PyAnalyzer:
         self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self.guarded = 0
-        #: the exception names each enclosing ``try`` body's handlers catch (see analysis/fallback.py)
-        self.catching: List[FrozenSet[str]] = []
+        #: the handlers of each enclosing ``try`` body, innermost last (see analysis/fallback.py)
+        self.catching: Tuple[list, ...] = ()
+        self._caught: Dict[int, FrozenSet[str]] = {}
         #: calls of names not bound by an import: name -> [(names caught around it, caller, line)]
         self.local_calls: Dict[str, List[fallback.Call]] = {}
         self._import_findings: Set[Tuple[int, int]] = set()
-        self._manual_holders: Set[str] = set()
         #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
         #: so it does not erase a CUDA alias another branch gave the name (``except ImportError: xops = None``)
         self.alternative = 0
@@ -380,10 +380,8 @@ class PyAnalyzer:
         import_site = False
         if handling == MANUAL and rule in fallback.RULES:
             import_site = type(node) in (ast.Import, ast.ImportFrom, ast.alias)
-            if self.catching and fallback.guards(self.caught_here(), import_site, rule):
+            if self.catching and fallback.guards(self.caught_by(self.catching), import_site, rule):
                 handling, message = PARTIAL, fallback.note(message, "its failure is caught here")
-            elif self._function_names and self._function_names[0] in self.module_defs:
-                self._holds_manual(self._function_names[0])
         self.findings.append(Finding(
             path=self.path, line=line, col=self._col(line, col), end_line=end_line,
             end_col=self._col(end_line, end_col) if end_col is not None else self._col(line, col),
@@ -392,21 +390,16 @@ class PyAnalyzer:
         if import_site:
             self._import_findings.add((line, self.findings[-1].col))
 
-    def _holds_manual(self, name: str) -> None:
-        """Module function ``name`` holds (or calls one that holds) a manual CUDA construct: whether it is
-        optional depends on its calls, so they (and its callers' calls) must be visited."""
-        todo = [name]
-        while todo:
-            n = todo.pop()
-            if n in self._manual_holders:
-                continue
-            self._manual_holders.add(n)
-            self.dynamic_names.add(n)
-            todo.extend(caller for _, caller, _ in self.local_calls.get(n, ()) if caller in self.module_defs)
-
-    def caught_here(self) -> FrozenSet[str]:
-        """The exception names the enclosing ``try`` bodies' handlers catch."""
-        return frozenset().union(*self.catching) if self.catching else frozenset()
+    def caught_by(self, tries: Tuple[list, ...]) -> FrozenSet[str]:
+        """The exception names the handlers of ``tries`` (a :attr:`catching` snapshot) catch without raising
+        again (read once per ``try``, only when a manual construct asks)."""
+        out: FrozenSet[str] = frozenset()
+        for handlers in tries:
+            names = self._caught.get(id(handlers))
+            if names is None:
+                names = self._caught[id(handlers)] = fallback.caught(handlers, self._line)
+            out |= names
+        return out
 
     # ------------------------------------------------------------------ imports and scopes
     def _import_line(self, node, q: str) -> None:
@@ -488,12 +481,13 @@ class PyAnalyzer:
     def _try(self, node: ast.Try) -> None:
         guarded = any(_catches_import_error(h.type) for h in node.handlers)
         self.guarded += guarded
-        self.catching.append(fallback.caught(node.handlers, self._line))
+        outer = self.catching
+        self.catching = outer + (node.handlers,)
         try:
             self._visit_all(node.body)
         finally:
             self.guarded -= guarded
-            self.catching.pop()
+            self.catching = outer
         self.alternative += 1
         try:
             for h in node.handlers:
@@ -920,9 +914,7 @@ class PyAnalyzer:
             hook(self, node, q, attr)
         if type(func) is ast.Name and q is None:  # a call of the file's own function (optional paths)
             caller = self._function_names[0] if self._function_names else ""
-            self.local_calls.setdefault(func.id, []).append((self.caught_here(), caller, node.lineno))
-            if func.id in self._manual_holders and caller in self.module_defs:
-                self._holds_manual(caller)
+            self.local_calls.setdefault(func.id, []).append((self.catching, caller, node.lineno))
         mod = self._dynamic_import(node) if q == "importlib.import_module" else None
         if mod is not None and not self._on_import(node, mod):
             self._import_line(node, mod)
@@ -992,7 +984,8 @@ class PyAnalyzer:
         for hook in self._hooks["on_finish"]:
             hook(self)
         if self.local_calls and self.module_defs:
-            fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs)
+            fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs, self.caught_by,
+                           self.full_text)
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
         return self.findings
 

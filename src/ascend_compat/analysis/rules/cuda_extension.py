@@ -31,6 +31,7 @@ CUDA_BUILD_KWARGS = frozenset({"extra_cuda_cflags", "cuda_sources"})
 FORWARDERS, EXT_MODULES, CUDA_CALLS = RULE.id + ":forwarders", RULE.id + ":ext_modules", RULE.id + ":cuda_calls"
 #: state key: names bound to the nvcc program's path (``nvcc_bin = cuda_dir + "/bin/nvcc"``) -> line
 NVCC_NAMES = RULE.id + ":nvcc_names"
+_HAS_NVCC = RULE.id + ":has_nvcc"
 #: calls that run a program given as their first argument
 RUNNERS = ("subprocess.check_output", "subprocess.run", "subprocess.Popen", "subprocess.call",
             "subprocess.check_call", "subprocess.getoutput", "subprocess.getstatusoutput", "os.popen", "os.system")
@@ -192,8 +193,12 @@ def _names_nvcc(value) -> bool:
 
 def on_assign(v, node, targets, value, augmented: bool) -> None:
     """A name bound to the nvcc program's path: a run of it is a run of nvcc."""
-    if augmented or type(value) not in (ast.Constant, ast.BinOp, ast.IfExp, ast.Call, ast.JoinedStr) \
-            or not _names_nvcc(value):
+    if augmented or type(value) not in (ast.Constant, ast.BinOp, ast.IfExp, ast.Call, ast.JoinedStr):
+        return
+    has = v.state.get(_HAS_NVCC)
+    if has is None:
+        has = v.state[_HAS_NVCC] = "nvcc" in v.full_text  # (most files never name it: no walk of their values)
+    if not has or not _names_nvcc(value):
         return
     for t in targets:
         if type(t) is ast.Name:

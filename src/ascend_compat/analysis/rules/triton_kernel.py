@@ -21,6 +21,7 @@ RULE = Rule('triton-kernel', 'third-party', MANUAL, 'Triton kernel',
 TRIGGERS = ()  # every report is reached through a name a triton import binds: the scanner follows it
 NAMES = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 _KERNELS = RULE.id + ":kernels"
+_LAUNCHES = RULE.id + ":launches"
 #: how a finding on an import of the project's Triton code starts (see :func:`rated_elsewhere`)
 PROJECT_IMPORT = "import of the project's Triton code: "
 _SEEN = RULE.id + ":chain"
@@ -36,6 +37,11 @@ def _decorator_qual(v, d):
     return v.qual(d.func if type(d) is ast.Call else d) if type(d) in (ast.Name, ast.Attribute, ast.Call) else None
 
 
+def launch_lines(v) -> list:
+    """Lines of this file's kernel definitions and launches (what makes a function a launcher for the project)."""
+    return v.state.setdefault(_LAUNCHES, [])
+
+
 def kernels(v) -> set:
     """Names of the Triton kernels known in this file (its own, and the project's it imports)."""
     return v.state.setdefault(_KERNELS, set())
@@ -45,6 +51,7 @@ def on_def(v, node) -> None:
     """Remember a function decorated as a Triton kernel (its launches and its body)."""
     if any(_decorator_qual(v, d) in NAMES for d in node.decorator_list):
         kernels(v).add(node.name)
+        launch_lines(v).append(node.lineno)
         v.dynamic_names.add(node.name)  # a launch elsewhere holds no trigger word
 
 
@@ -99,8 +106,10 @@ def on_call(v, node, q, attr) -> None:
         return
     name = f.value.id if type(f.value) is ast.Name else None
     if name is not None and name in v.state.get(_KERNELS, ()):
+        launch_lines(v).append(node.lineno)
         v.report(node, RULE.id, f"launch of the Triton kernel {name}: {RULE.explanation}", RULE.suggestion)
     elif v.project is not None and v.project.kernels:
         q = v.qual(f.value)
         if q in v.project.kernels:  # a kernel another module of the project defines
+            launch_lines(v).append(node.lineno)
             v.report(node, RULE.id, f"launch of the Triton kernel {q}: {RULE.explanation}", RULE.suggestion)
