@@ -699,3 +699,18 @@ def test_a_toolkit_version_handed_to_a_parameter_is_gated_inside_the_function(tm
         ok = other(2)
         """)
     assert _lines(fs, "cuda-version-gate") == {4, 13}
+
+
+def test_optional_paths_are_not_matched_across_notebook_cells(tmp_path):
+    import json
+
+    cells = ["def helper_cuda(x):\n    y = 1\n    z = 2\n    return x\n"
+             "try:\n    helper_cuda(torch.cuda.current_device())\nexcept RuntimeError:\n    pass\n",
+             "import triton\n@triton.jit\ndef k(x):\n    pass\n"]
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "n.ipynb"
+    p.write_text(json.dumps(nb))
+    fs = scan_file(str(p), "notebook").findings
+    kernel = [f for f in fs if f.rule == "triton-kernel" and f.cell == 2]
+    assert [(f.line, f.handling) for f in kernel] == [(2, "manual")]  # cell 2's line 2 is not in helper_cuda

@@ -6,8 +6,8 @@
 * hard: custom CUDA extensions / kernels, CUDA-only libraries without a drop-in (imported
   unconditionally: an import guarded by ``except ImportError`` is optional and rated partial),
   Triton kernels, or more than 3 manual edits. A file that only imports the project's Triton code is
-  rated by its other findings (the kernels' own file carries their difficulty). C++ device references (``torch::kCUDA``) are local
-  edits and make a file moderate at most.
+  rated by its other findings (the kernels' own file carries their difficulty). C++ device references
+  (``torch::kCUDA``) are local edits and make a file moderate at most.
 
 The whole input is as hard as its hardest file; files that could not be analysed are listed as
 reasons (the rating cannot vouch for them).

@@ -1,8 +1,8 @@
 """Optional CUDA paths: code whose failure on Ascend is caught where it is reached, with another path after it.
 
-A manual construct (a Triton launch, a CUDA build, a CUDA-only library call) is rated partial instead when
-the code around it, or every call of the module-level function holding it, sits in the body of a ``try``
-whose handlers catch the error that construct raises on Ascend:
+A manual construct (a Triton launch, a CUDA build, a CUDA-only library call) is rated partial instead when the
+code around it, or every call of the module-level function holding it, sits in the body of a ``try`` whose
+handlers catch the error that construct raises on Ascend:
 
 * an import fails with ImportError (``except ImportError`` / ``Exception`` / bare ``except``);
 * a run-time use (a launch, a build, a library call) fails with RuntimeError (or ``Exception``, bare);
@@ -10,10 +10,11 @@ whose handlers catch the error that construct raises on Ascend:
 
 A function is optional when it is called in its file, and every call is either guarded so or made from an
 optional function (``def dtw(x): try: return dtw_cuda(x) except RuntimeError: ...`` makes ``dtw_cuda``
-optional). Only the file's own calls are seen: a function another module calls unguarded is rated by
-its own file's calls; and only calls the analysis visited (statements with a trigger word: a call of the
-name in a line the analysis skipped leaves the function manual, which costs no second walk). A handler that may raise again (a ``raise`` in its body, read from the source text
-because the sparse parse may blank the body) is no fallback.
+optional). Only the file's own calls are seen: a function another module calls unguarded is rated by its own
+file's calls; and only calls the analysis visited (statements with a trigger word: a call of the name in a
+line the analysis skipped leaves the function manual, which costs no second walk). A handler that may raise
+again (a ``raise`` in its body, read from the source text because the sparse parse may blank the body) is no
+fallback.
 """
 from __future__ import annotations
 

@@ -240,7 +240,8 @@ class ProjectFacts:
     def digest(self) -> str:
         """A hash of everything the second pass reads (for the result cache)."""
         doc = [sorted(self.builders.items()), sorted(self.ext_modules), sorted(self.device_consts.items()),
-               sorted(self.kernels), sorted(self.launchers.items()), sorted(self.version_funcs.items()), sorted(self.cuda_forwarders.items()),
+               sorted(self.kernels), sorted(self.launchers.items()), sorted(self.version_funcs.items()),
+               sorted(self.cuda_forwarders.items()),
                sorted(self.used_devices)]
         return hashlib.blake2b(json.dumps(doc).encode(), digest_size=12).hexdigest()
 

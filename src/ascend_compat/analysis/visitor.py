@@ -186,7 +186,7 @@ class PyAnalyzer:
         #: the handlers of each enclosing ``try`` body, innermost last (see analysis/fallback.py)
         self.catching: Tuple[list, ...] = ()
         self._caught: Dict[int, FrozenSet[str]] = {}
-        #: calls of names not bound by an import: name -> [(names caught around it, caller, line)]
+        #: calls of names not bound by an import: name -> [(the handlers around it, caller, line)]
         self.local_calls: Dict[str, List[fallback.Call]] = {}
         self._import_findings: Set[Tuple[int, int]] = set()
         #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
@@ -983,7 +983,7 @@ class PyAnalyzer:
                 self._string(node, node.value, "env")
         for hook in self._hooks["on_finish"]:
             hook(self)
-        if self.local_calls and self.module_defs:
+        if self.local_calls and self.module_defs and len(self._cell_texts) == 1:  # (a notebook's lines are per cell)
             fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs, self.caught_by,
                            self.full_text)
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))

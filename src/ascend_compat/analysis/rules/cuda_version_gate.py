@@ -8,8 +8,8 @@ assignments, tuple unpacking, subscripts, calls such as ``int(...)`` and the ret
 functions): ``torch.version.cuda``, ``get_device_capability()``, ``get_arch_list()``, a device's
 ``.major``/``.minor``, and the output of an nvcc run. Not gates: a presence test (``is None``) and the
 length of a parsed version's parts (``len(parts) >= 2``). A comparison on a parameter of a module function
-is a gate when a call in the file hands that parameter a CUDA version (``flags(cuda_version)``). A comparison is reported under ``device-capability``
-when the value comes from the capability, here otherwise.
+is a gate when a call in the file hands that parameter a CUDA version (``flags(cuda_version)``). A
+comparison is reported under ``device-capability`` when the value comes from the capability, here otherwise.
 """
 from __future__ import annotations
 
