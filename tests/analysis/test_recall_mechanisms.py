@@ -714,3 +714,18 @@ def test_optional_paths_are_not_matched_across_notebook_cells(tmp_path):
     fs = scan_file(str(p), "notebook").findings
     kernel = [f for f in fs if f.rule == "triton-kernel" and f.cell == 2]
     assert [(f.line, f.handling) for f in kernel] == [(2, "manual")]  # cell 2's line 2 is not in helper_cuda
+
+
+def test_an_assert_on_a_parsed_toolkit_version_is_no_gate(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+
+        def version(home):
+            out = subprocess.check_output([home + "/bin/nvcc", "-V"], text=True).split()
+            major, minor = out[out.index("release") + 1].split(".")[:2]
+            assert int(minor) < 100
+            if int(major) >= 12:
+                return 12
+            return int(major)
+        """)
+    assert _lines(fs, "cuda-version-gate") == {7}

@@ -6,10 +6,11 @@ one up), so a test of it picks a kernel path by a made-up number. Reported: ``to
 itself, and each comparison on a value derived from a CUDA query (the flow is followed through
 assignments, tuple unpacking, subscripts, calls such as ``int(...)`` and the return values of the file's
 functions): ``torch.version.cuda``, ``get_device_capability()``, ``get_arch_list()``, a device's
-``.major``/``.minor``, and the output of an nvcc run. Not gates: a presence test (``is None``) and the
-length of a parsed version's parts (``len(parts) >= 2``). A comparison on a parameter of a module function
-is a gate when a call in the file hands that parameter a CUDA version (``flags(cuda_version)``). A
-comparison is reported under ``device-capability`` when the value comes from the capability, here otherwise.
+``.major``/``.minor``, and the output of an nvcc run. Not gates: a presence test (``is None``), the
+length of a parsed version's parts (``len(parts) >= 2``) and an ``assert`` on a derived value. A comparison
+on a parameter of a module function is a gate when a call in the file hands that parameter a CUDA version
+(``flags(cuda_version)``). A comparison is reported under ``device-capability`` when the value comes from
+the capability, here otherwise.
 """
 from __future__ import annotations
 
@@ -202,8 +203,15 @@ def on_compare(v, node, operands) -> None:
     if not kinds:
         _pending(v, node, operands)
         return
-    if not any(direct for _, direct in kinds):
+    if not any(direct for _, direct in kinds) and not _asserted(v, node):
         _report_gate(v, node, kinds[0][0])
+
+
+def _asserted(v, node) -> bool:
+    """``assert minor < 100`` on a parsed version: a sanity check of the parse, no branch (the query it comes
+    from is reported where it is made)."""
+    line = v._line(node.lineno) or ""
+    return line.lstrip().startswith("assert ") and line.find("assert ") < node.col_offset
 
 
 def _pending(v, node, operands) -> None:
