@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 
+from ascend_compat.analysis import param_flow
 from ascend_compat.analysis.rules import cuda_extension, device_capability
 from ascend_compat.analysis.rules.base import PARTIAL, Rule
 
@@ -25,9 +26,8 @@ RULE = Rule('cuda-version-gate', 'api', PARTIAL, 'CUDA toolkit version gate',
             'test for the feature or the device (torch.npu.is_available()) instead of the CUDA version.', order=9)
 TRIGGERS = ("cuda", "nvcc")
 TOOLKIT, CAPABILITY = "toolkit", "capability"
-#: state keys: module functions' parameter names; comparisons on a parameter, waiting for a call that hands
-#: it a version, (function, parameter) -> nodes; what calls hand over, (function, position or name) -> kind
-_PARAMS, _PENDING, _GIVEN = RULE.id + ":params", RULE.id + ":pending", RULE.id + ":given"
+#: state key of the versions the file's calls hand its functions' parameters (analysis/param_flow.py)
+_FLOW = RULE.id + ":params"
 #: resolved names whose value is a CUDA version or capability, and which kind
 SOURCES = {"torch.version.cuda": TOOLKIT, "torch.cuda.get_device_capability": CAPABILITY,
            "torch.cuda.get_arch_list": CAPABILITY, "torch.backends.cudnn.version": TOOLKIT}
@@ -145,41 +145,19 @@ def on_return(v, node, function_name: str) -> None:
 
 
 def on_def(v, node) -> None:
-    """The parameters of a module function (a call may hand one a CUDA version: see :func:`on_finish`)."""
-    if not v.function_stack:
-        a = node.args
-        names = [p.arg for p in list(getattr(a, "posonlyargs", [])) + list(a.args) + list(a.kwonlyargs)]
-        v.state.setdefault(_PARAMS, {})[node.name] = names
+    param_flow.on_def(v, _FLOW, node)
 
 
 def on_call(v, node, q, attr) -> None:
     """A call of a module function of the file handing it a CUDA version (``flags(cuda_version)``)."""
-    if q is not None or type(node.func) is not ast.Name or RULE.id not in v.state:
-        return  # (no CUDA version seen yet in the file: nothing to hand over)
-    given = v.state.setdefault(_GIVEN, {})
-    func = node.func.id
-    params = v.state.get(_PARAMS, {}).get(func)
-    for key, arg in list(enumerate(node.args)) + [(k.arg, k.value) for k in node.keywords if k.arg]:
-        k = _kind(v, arg)
-        if k is not None:
-            given[(func, key)] = k[0]
-            # the function's body must be visited where it uses the parameter (it may hold no trigger word)
-            v.dynamic_names.add(func)
-            if params is not None:
-                v.dynamic_names.add(key if type(key) is str else params[key] if key < len(params) else func)
+    if q is None and type(node.func) is ast.Name and RULE.id in v.state:  # (else no version seen yet)
+        param_flow.hand(v, _FLOW, node, lambda arg: (_kind(v, arg) or (None,))[0])
 
 
 def on_finish(v) -> None:
     """Comparisons on a parameter that a call in the file hands a CUDA version (the function may come first)."""
-    pending, given = v.state.get(_PENDING), v.state.get(_GIVEN)
-    if not pending or not given:
-        return
-    params = v.state.get(_PARAMS, {})
-    for (func, name), nodes in pending.items():
-        names = params.get(func, [])
-        kind = given.get((func, name)) or (given.get((func, names.index(name))) if name in names else None)
-        for node in nodes if kind else ():
-            _report_gate(v, node, kind)
+    for node, kind in param_flow.resolve(v, _FLOW):
+        _report_gate(v, node, kind)
 
 
 def _report_gate(v, node, kind: str) -> None:
@@ -216,10 +194,6 @@ def _asserted(v, node) -> bool:
 
 def _pending(v, node, operands) -> None:
     """A comparison on a parameter of a module function: a gate if a call hands that parameter a version."""
-    if len(v.function_stack) != 1 or not v.function_stack[0]:
-        return
-    params = v.state.get(_PARAMS, {}).get(v.function_stack[0], ())
     for o in operands:
-        if type(o) is ast.Name and o.id in params:
-            v.state.setdefault(_PENDING, {}).setdefault((v.function_stack[0], o.id), []).append(node)
+        if param_flow.wait(v, _FLOW, o, node):
             return
