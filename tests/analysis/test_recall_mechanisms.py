@@ -729,3 +729,19 @@ def test_an_assert_on_a_parsed_toolkit_version_is_no_gate(tmp_path):
             return int(major)
         """)
     assert _lines(fs, "cuda-version-gate") == {7}
+
+
+def test_a_cuda_only_library_object_handed_to_a_parameter(tmp_path):
+    fs = _scan(tmp_path, """\
+        from pynvml.smi import nvidia_smi
+
+        def used_memory(smi, device=0):
+            return smi.DeviceQuery("memory.used")["gpu"][device]
+
+        def plain(table):
+            return table.get("x")
+
+        smi = nvidia_smi.getInstance()
+        print(used_memory(smi), plain({}))
+        """)
+    assert _lines(fs, "cuda-library") == {1, 4, 9}
