@@ -34,8 +34,10 @@ def _results_by_path(root: str, repo: str, paths: list) -> dict:
 
     base = os.path.join(root, repo)
     res = scan_paths([base], use_gitignore=False, jobs=1)
-    by_path = {os.path.relpath(r.path, base).replace(os.sep, "/"): r for r in res.files}
-    return {p: by_path.get(p) for p in paths}
+    # a file reached through a symlinked directory is analysed once, under the first path the walk
+    # meets (colossalai/kernel/extensions -> ../../extensions): look labelled paths up by real path
+    by_real = {os.path.realpath(r.path): r for r in res.files}
+    return {p: by_real.get(os.path.realpath(os.path.join(base, p))) for p in paths}
 
 
 def evaluate(doc: dict, root: str, part: str = "all", quiet: bool = False, out=sys.stdout) -> dict:

@@ -178,8 +178,51 @@ def test_triton_kernels_and_version_queries_of_other_modules(tmp_path):
             """,
     })
     got = _check(root)
-    assert _lines(got["kpkg/api.py"], "triton-kernel") == {3}
+    assert _lines(got["kpkg/api.py"], "triton-kernel") == {1, 3}  # the import of the kernel, its launch
     assert _lines(got["kpkg/build.py"], "cuda-version-gate") == {3}
+
+
+def test_imports_of_the_projects_triton_code(tmp_path):
+    root = _project(tmp_path, {
+        "ops/__init__.py": "",
+        "ops/fused.py": """\
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def _add(a, b, c, n, BLOCK: tl.constexpr):
+                pass
+
+            def fused_add(a, b):
+                c = torch.empty_like(a)
+                _add[(triton.cdiv(a.numel(), 16),)](a, b, c, a.numel(), BLOCK=16)
+                return c
+
+            def describe():
+                return "elementwise add"
+            """,
+        "ops/check.py": """\
+            def check(a, b):
+                from .fused import fused_add
+                return fused_add(a, b)
+            """,
+        "ops/optional.py": """\
+            try:
+                from ops import fused
+            except ImportError:
+                fused = None
+            """,
+        "ops/plain.py": """\
+            from ops.fused import describe
+            print(describe())
+            """,
+    })
+    got = _check(root)
+    assert [(f.line, f.handling) for f in got["ops/check.py"] if f.rule == "triton-kernel"] == [(2, "partial")]
+    optional = [f for f in got["ops/optional.py"] if f.rule == "triton-kernel"]
+    assert [(f.line, f.handling) for f in optional] == [(2, "partial")]
+    assert got["ops/plain.py"] == []
 
 
 def test_facts_are_cached_and_the_second_pass_follows_a_changed_helper(tmp_path):
@@ -228,3 +271,32 @@ def test_a_guarded_import_of_a_project_cuda_extension_and_its_uses_are_optional(
     assert rate_findings(got["pkg/block.py"]).level == "moderate"
     assert {f.handling for f in got["pkg/plain.py"]} == {"manual"}
 
+
+
+def test_a_file_importing_the_projects_triton_code_is_rated_by_its_own_findings(tmp_path):
+    from ascend_compat.analysis.difficulty import rate_findings
+
+    root = _project(tmp_path, {
+        "k/__init__.py": "",
+        "k/scale.py": """\
+            import triton
+
+            @triton.jit
+            def _scale(x):
+                pass
+
+            def scale(x):
+                _scale[(1,)](x)
+            """,
+        "k/user.py": """\
+            import torch
+            from k.scale import scale
+
+            def step(x):
+                return scale(x.cuda())
+            """,
+    })
+    got = _check(root)
+    assert _lines(got["k/user.py"], "triton-kernel") == {2}
+    assert rate_findings(got["k/user.py"]).level == "easy"  # .cuda() is handled; the kernel is k/scale.py's
+    assert rate_findings(got["k/scale.py"]).level == "hard"

@@ -534,3 +534,214 @@ def test_file_names_of_nvidia_libraries_loaded_or_searched(tmp_path):
     assert handling[2] == handling[9] == {"manual"}  # loaded, and called into through the handle
     assert handling[3] == handling[4] == {"partial"}  # searched for: not found on Ascend, the other branch runs
     assert len([f for f in fs if f.line == 3]) == 2
+
+
+def test_cuda_only_environment_variable_families(tmp_path):
+    fs = _scan(tmp_path, """\
+        import os
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        force = os.getenv("FORCE_CUDA", "0") == "1"
+        lazy = os.environ.get("CUDA_MODULE_LOADING")
+        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+        os.environ["CUDNN_LOGINFO_DBG"] = "1"
+        os.environ["MY_SETTING"] = "1"
+        fraction = float(os.getenv("CUDA_MEMORY_FRACTION", "1.0"))  # the application's own variable
+        """)
+    assert _lines(fs, "cuda-env-other") == {2, 3, 4, 5, 6}
+    assert all(f.handling == "partial" for f in fs if f.rule == "cuda-env-other")
+
+
+def test_nvcc_device_code_options(tmp_path):
+    fs = _scan(tmp_path, """\
+        def flags(build_type):
+            if build_type == "debug":
+                return ["--device-debug"]
+            return ["--device-c", "-dlto", "--debug", "-O3"]
+        """)
+    assert _lines(fs, "cuda-extension") == {3, 4}
+
+
+def test_nvcc_run_through_a_name_and_the_gates_on_its_version(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+
+        def toolkit_version(home):
+            compiler = "nvcc" if home is None else home + "/bin/nvcc"
+            out = subprocess.check_output([compiler, "-V"], universal_newlines=True).split()
+            return int(out[out.index("release") + 1].split(".")[0])
+
+        def build(home):
+            version = toolkit_version(home)
+            if version >= 12:
+                return ["-O3"]
+            tool = "hipcc"
+            subprocess.check_output([tool, "--version"])
+            return []
+        """)
+    assert 5 in _lines(fs, "cuda-extension") and 13 not in _lines(fs)
+    assert _lines(fs, "cuda-version-gate") == {10}
+
+
+def test_presence_tests_and_parsing_of_a_toolkit_version_are_not_gates(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+
+        def version_tuple():
+            if torch.version.cuda:
+                parts = torch.version.cuda.split(".")
+                if len(parts) >= 2:
+                    return tuple(map(int, parts[:2]))
+            return None
+
+        def specs():
+            v = version_tuple()
+            if v is None:
+                return None
+            if v >= (12, 1):
+                return "new"
+            return "old"
+        """)
+    assert _lines(fs, "cuda-version-gate") == {4, 5, 14}
+
+
+def test_cuda_paths_whose_failure_is_caught_with_a_fallback_are_optional(tmp_path):
+    src = """\
+        import triton, torch
+
+        @triton.jit
+        def _kernel(x):
+            pass
+
+        def fast_cuda(x):
+            _kernel[(1,)](x)
+            return x
+
+        def middle_cuda(x):
+            return fast_cuda(x)
+
+        def run(x):
+            try:
+                return middle_cuda(x)
+            except RuntimeError:
+                return x
+
+        def direct(x):
+            try:
+                _kernel[(1,)](x)
+            except (ValueError, RuntimeError):
+                pass
+
+        def always_cuda(x):
+            _kernel[(2,)](x)
+
+        always_cuda(0)
+
+        def strict_cuda(x):
+            _kernel[(3,)](x)
+
+        try:
+            strict_cuda(0)
+        except RuntimeError:
+            print("failed")
+            raise
+
+        def helper(x):
+            _kernel[(4,)](x)
+
+        try:
+            helper(torch.cuda.current_device())
+        except RuntimeError:
+            pass
+
+        def elsewhere():
+            return helper(1)  # no trigger word on this line: the function is not known to be optional
+        """
+    fs = _scan(tmp_path, src)
+    handling = {f.line: f.handling for f in fs if f.rule == "triton-kernel"}
+    assert handling[8] == "partial"  # fast_cuda() <- middle_cuda() <- run()'s try/except RuntimeError
+    assert handling[22] == "partial"  # caught where it runs
+    assert handling[27] == "manual"  # always_cuda() is called unguarded
+    assert handling[32] == "manual"  # the handler raises again: no fallback
+    assert handling[41] == "manual"  # called where the analysis did not look
+    assert handling[3] == "manual"  # the kernel itself
+    assert rate_findings(fs).level == "hard"
+    fs = _scan(tmp_path, src.replace("return helper(1)", "return 1"), "z.py")
+    assert {f.line: f.handling for f in fs if f.rule == "triton-kernel"}[41] == "partial"
+    fs = _scan(tmp_path, """\
+        def load():
+            import triton
+            return triton
+
+        try:
+            fa = load()
+        except RuntimeError:  # does not catch the ImportError of the import
+            fa = None
+        """, "y.py")
+    assert [f.handling for f in fs if f.line == 2] == ["manual"]
+
+
+def test_a_toolkit_version_handed_to_a_parameter_is_gated_inside_the_function(tmp_path):
+    fs = _scan(tmp_path, """\
+        import torch
+
+        def flags(version, debug=False):
+            if version >= 1201:
+                return ["-O3"]
+            if debug > 0:
+                return ["-g"]
+            return []
+
+        def other(version):
+            return version < 3
+
+        cuda = int(torch.version.cuda.replace(".", ""))
+        args = flags(cuda, debug=True)
+        ok = other(2)
+        """)
+    assert _lines(fs, "cuda-version-gate") == {4, 13}
+
+
+def test_optional_paths_are_not_matched_across_notebook_cells(tmp_path):
+    import json
+
+    cells = ["def helper_cuda(x):\n    y = 1\n    z = 2\n    return x\n"
+             "try:\n    helper_cuda(torch.cuda.current_device())\nexcept RuntimeError:\n    pass\n",
+             "import triton\n@triton.jit\ndef k(x):\n    pass\n"]
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": [], "execution_count": None}
+                    for c in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    p = tmp_path / "n.ipynb"
+    p.write_text(json.dumps(nb))
+    fs = scan_file(str(p), "notebook").findings
+    kernel = [f for f in fs if f.rule == "triton-kernel" and f.cell == 2]
+    assert [(f.line, f.handling) for f in kernel] == [(2, "manual")]  # cell 2's line 2 is not in helper_cuda
+
+
+def test_an_assert_on_a_parsed_toolkit_version_is_no_gate(tmp_path):
+    fs = _scan(tmp_path, """\
+        import subprocess
+
+        def version(home):
+            out = subprocess.check_output([home + "/bin/nvcc", "-V"], text=True).split()
+            major, minor = out[out.index("release") + 1].split(".")[:2]
+            assert int(minor) < 100
+            if int(major) >= 12:
+                return 12
+            return int(major)
+        """)
+    assert _lines(fs, "cuda-version-gate") == {7}
+
+
+def test_a_cuda_only_library_object_handed_to_a_parameter(tmp_path):
+    fs = _scan(tmp_path, """\
+        from pynvml.smi import nvidia_smi
+
+        def used_memory(smi, device=0):
+            return smi.DeviceQuery("memory.used")["gpu"][device]
+
+        def plain(table):
+            return table.get("x")
+
+        smi = nvidia_smi.getInstance()
+        print(used_memory(smi), plain({}))
+        """)
+    assert _lines(fs, "cuda-library") == {1, 4, 9}

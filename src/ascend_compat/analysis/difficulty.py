@@ -5,8 +5,9 @@
   local manual edits (at most 3, none structural);
 * hard: custom CUDA extensions / kernels, CUDA-only libraries without a drop-in (imported
   unconditionally: an import guarded by ``except ImportError`` is optional and rated partial),
-  Triton kernels, or more than 3 manual edits. C++ device references (``torch::kCUDA``) are local
-  edits and make a file moderate at most.
+  Triton kernels, or more than 3 manual edits. A file that only imports the project's Triton code is
+  rated by its other findings (the kernels' own file carries their difficulty). C++ device references
+  (``torch::kCUDA``) are local edits and make a file moderate at most.
 
 The whole input is as hard as its hardest file; files that could not be analysed are listed as
 reasons (the rating cannot vouch for them).
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, List
 
 from ascend_compat.analysis.findings import FileResult, Finding
+from ascend_compat.analysis.rules import triton_kernel
 from ascend_compat.analysis.rules.catalog import RULES
 from ascend_compat.knowledge import libraries
 
@@ -43,10 +45,17 @@ def _library_name(f: Finding) -> str:
 
 
 def rate_findings(findings: Iterable[Finding]) -> Rating:
-    """Rating of a set of findings (one file or all)."""
+    """Rating of a set of findings (one file or all). An import of the project's Triton code does not make
+    the importing file harder: its kernels are ported, and rated, in the file that defines them."""
     findings = list(findings)
     if not findings:
         return Rating("none", ["no CUDA-specific code found"])
+    elsewhere = [f for f in findings if triton_kernel.rated_elsewhere(f)]
+    if elsewhere:
+        rest = rate_findings(f for f in findings if not triton_kernel.rated_elsewhere(f))
+        note = f"{len(elsewhere)} import(s) of the project's Triton code, rated where its kernels are defined"
+        return Rating("easy" if rest.level == "none" else rest.level,
+                      [note] if rest.level == "none" else rest.reasons + [note])
     by_handling = Counter(f.handling for f in findings)
     manual = [f for f in findings if f.handling == "manual"]
     partial = [f for f in findings if f.handling == "partial"]

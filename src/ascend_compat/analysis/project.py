@@ -72,6 +72,8 @@ class FileFacts:
     device_consts: Dict[str, str] = field(default_factory=dict)
     #: Triton kernels defined here
     kernels: Set[str] = field(default_factory=set)
+    #: functions (no kernels themselves) whose body launches or defines a Triton kernel -> line
+    launchers: Dict[str, int] = field(default_factory=dict)
     #: functions returning a CUDA toolkit version or capability -> "toolkit" / "capability"
     version_funcs: Dict[str, str] = field(default_factory=dict)
     #: other modules' functions this file calls with CUDA sources or nvcc flags
@@ -87,20 +89,20 @@ class FileFacts:
 
     def defines(self) -> bool:
         return bool(self.builders or self.forwarders or self.ext_modules or self.device_consts or self.kernels
-                    or self.version_funcs)
+                    or self.launchers or self.version_funcs)
 
     def to_dict(self) -> dict:
         return {"module": self.module, "builders": self.builders, "forwarders": self.forwarders,
                 "ext_modules": sorted(self.ext_modules), "device_consts": self.device_consts,
-                "kernels": sorted(self.kernels), "version_funcs": self.version_funcs,
+                "kernels": sorted(self.kernels), "launchers": self.launchers, "version_funcs": self.version_funcs,
                 "cuda_calls": sorted(self.cuda_calls), "device_uses": sorted(self.device_uses),
                 "imports": sorted(self.imports), "followed": sorted(self.followed)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "FileFacts":
         return cls(d["module"], dict(d["builders"]), dict(d["forwarders"]), set(d["ext_modules"]),
-                   dict(d["device_consts"]), set(d["kernels"]), dict(d["version_funcs"]), set(d["cuda_calls"]),
-                   set(d["device_uses"]), frozenset(d["imports"]), frozenset(d["followed"]))
+                   dict(d["device_consts"]), set(d["kernels"]), dict(d["launchers"]), dict(d["version_funcs"]),
+                   set(d["cuda_calls"]), set(d["device_uses"]), frozenset(d["imports"]), frozenset(d["followed"]))
 
 
 def facts_of(analyzer, module: str, imports: Iterable[str]) -> FileFacts:
@@ -118,6 +120,9 @@ def facts_of(analyzer, module: str, imports: Iterable[str]) -> FileFacts:
     f.ext_modules = set(st.get(cuda_extension.EXT_MODULES, ()))
     f.cuda_calls = set(st.get(cuda_extension.CUDA_CALLS, ()))
     f.kernels = {k for k in triton_kernel.kernels(analyzer) if k in spans}
+    launching = triton_kernel.launch_lines(analyzer)
+    f.launchers = {name: lo for name, (lo, hi) in spans.items()
+                   if name not in f.kernels and any(lo <= ln <= hi for ln in launching)}
     funcs = (st.get(cuda_version_gate.RULE.id) or {}).get("funcs", {})
     f.version_funcs = {n: k for n, k in funcs.items() if n in spans}
     f.device_consts = {name: kind for (kind, sidx, name) in analyzer.candidates
@@ -135,6 +140,8 @@ class ProjectFacts:
         self.ext_modules: Set[str] = set()
         self.device_consts: Dict[str, str] = {}
         self.kernels: Set[str] = set()
+        #: functions that launch or build Triton kernels -> their place ("module:line")
+        self.launchers: Dict[str, str] = {}
         self.version_funcs: Dict[str, str] = {}
         forwarders: Dict[str, str] = {}
         for f in facts:
@@ -145,6 +152,7 @@ class ProjectFacts:
             self.ext_modules |= f.ext_modules
             self.device_consts.update({f"{f.module}.{n}": k for n, k in f.device_consts.items()})
             self.kernels |= {f"{f.module}.{k}" for k in f.kernels}
+            self.launchers.update({f"{f.module}.{n}": f"{f.module}:{ln}" for n, ln in f.launchers.items()})
             self.version_funcs.update({f"{f.module}.{n}": k for n, k in f.version_funcs.items()})
         calls = {q for f in facts for q in f.cuda_calls}
         uses = {q for f in facts for q in f.device_uses}
@@ -153,7 +161,8 @@ class ProjectFacts:
         #: module constants holding a CUDA device string that another module uses as a device
         self.used_devices: Set[str] = {q for q in uses if self.device_consts.get(q) == "device"}
         self._words = self._make_words()
-        symbols = set(self.builders) | set(self.device_consts) | self.kernels | set(self.version_funcs)
+        symbols = set(self.builders) | set(self.device_consts) | self.kernels | set(self.launchers) \
+            | set(self.version_funcs)
         self._symbols = frozenset(symbols)
         #: the names an import must bind for a forward fact to reach the importing file
         self._reach: FrozenSet[str] = frozenset(symbols | {q.rpartition(".")[0] for q in symbols} | self.ext_modules)
@@ -165,7 +174,8 @@ class ProjectFacts:
 
     def _make_words(self) -> FrozenSet[str]:
         words: Set[str] = set()
-        for q in list(self.builders) + list(self.device_consts) + list(self.kernels) + list(self.version_funcs):
+        for q in list(self.builders) + list(self.device_consts) + list(self.kernels) + list(self.launchers) \
+                + list(self.version_funcs):
             module, _, name = q.rpartition(".")
             words.add(name)
             if module:
@@ -180,7 +190,8 @@ class ProjectFacts:
         return self._words
 
     def __bool__(self) -> bool:
-        return bool(self.builders or self.ext_modules or self.device_consts or self.kernels or self.version_funcs)
+        return bool(self.builders or self.ext_modules or self.device_consts or self.kernels or self.launchers
+                    or self.version_funcs)
 
     def reachable(self, imports: Iterable[str]) -> Set[str]:
         """The fact symbols' names a file with these imports can use (it must name one for a fact to matter)."""
@@ -192,7 +203,14 @@ class ProjectFacts:
             names = self._by_module.get(q)
             if names:
                 out |= names
+                if q in self.triton_modules:  # the import of a Triton module is itself reported
+                    out.add(q.rpartition(".")[2])
         return out
+
+    @functools.cached_property
+    def triton_modules(self) -> FrozenSet[str]:
+        """Modules of the project that define, launch or build Triton kernels."""
+        return frozenset(q.rpartition(".")[0] for q in self.kernels | set(self.launchers))
 
     @functools.cached_property
     def _back(self) -> FrozenSet[str]:
@@ -225,7 +243,8 @@ class ProjectFacts:
     def digest(self) -> str:
         """A hash of everything the second pass reads (for the result cache)."""
         doc = [sorted(self.builders.items()), sorted(self.ext_modules), sorted(self.device_consts.items()),
-               sorted(self.kernels), sorted(self.version_funcs.items()), sorted(self.cuda_forwarders.items()),
+               sorted(self.kernels), sorted(self.launchers.items()), sorted(self.version_funcs.items()),
+               sorted(self.cuda_forwarders.items()),
                sorted(self.used_devices)]
         return hashlib.blake2b(json.dumps(doc).encode(), digest_size=12).hexdigest()
 

@@ -21,8 +21,9 @@ import functools
 import operator
 import re
 from array import array
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
+from ascend_compat.analysis import fallback
 from ascend_compat.analysis.findings import Finding
 from ascend_compat.analysis.rules import cuda_library, nccl_backend
 from ascend_compat.analysis.rules import registry as _registry
@@ -171,6 +172,12 @@ class PyAnalyzer:
         self.state: Dict[str, object] = {}
         #: depth of ``try`` bodies whose handlers catch ImportError (optional imports)
         self.guarded = 0
+        #: the handlers of each enclosing ``try`` body, innermost last (see analysis/fallback.py)
+        self.catching: Tuple[list, ...] = ()
+        self._caught: Dict[int, FrozenSet[str]] = {}
+        #: calls of names not bound by an import: name -> [(the handlers around it, caller, line)]
+        self.local_calls: Dict[str, List[fallback.Call]] = {}
+        self._import_findings: Set[Tuple[int, int]] = set()
         #: depth of alternative branches (except handlers, if/else bodies): a binding there may not happen,
         #: so it does not erase a CUDA alias another branch gave the name (``except ImportError: xops = None``)
         self.alternative = 0
@@ -366,11 +373,30 @@ class PyAnalyzer:
         r = self.reg.rules[rule]
         end_line = getattr(node, "end_lineno", None) or line
         end_col = getattr(node, "end_col_offset", None)
+        handling = handling or r.handling
+        import_site = False
+        if handling == MANUAL and rule in fallback.RULES:
+            import_site = type(node) in (ast.Import, ast.ImportFrom, ast.alias)
+            if self.catching and fallback.guards(self.caught_by(self.catching), import_site, rule):
+                handling, message = PARTIAL, fallback.note(message, "its failure is caught here")
         self.findings.append(Finding(
             path=self.path, line=line, col=self._col(line, col), end_line=end_line,
             end_col=self._col(end_line, end_col) if end_col is not None else self._col(line, col),
-            rule=rule, category=r.category, handling=handling or r.handling, message=message,
+            rule=rule, category=r.category, handling=handling, message=message,
             suggestion=suggestion or r.suggestion, cell=self.cell))
+        if import_site:
+            self._import_findings.add((line, self.findings[-1].col))
+
+    def caught_by(self, tries: Tuple[list, ...]) -> FrozenSet[str]:
+        """The exception names the handlers of ``tries`` (a :attr:`catching` snapshot) catch without raising
+        again (read once per ``try``, only when a manual construct asks)."""
+        out: FrozenSet[str] = frozenset()
+        for handlers in tries:
+            names = self._caught.get(id(handlers))
+            if names is None:
+                names = self._caught[id(handlers)] = fallback.caught(handlers, self._line)
+            out |= names
+        return out
 
     # ------------------------------------------------------------------ imports and scopes
     def _import_line(self, node, q: str) -> None:
@@ -452,10 +478,13 @@ class PyAnalyzer:
     def _try(self, node: ast.Try) -> None:
         guarded = any(_catches_import_error(h.type) for h in node.handlers)
         self.guarded += guarded
+        outer = self.catching
+        self.catching = outer + (node.handlers,)
         try:
             self._visit_all(node.body)
         finally:
             self.guarded -= guarded
+            self.catching = outer
         self.alternative += 1
         try:
             for h in node.handlers:
@@ -880,6 +909,9 @@ class PyAnalyzer:
         attr = func.attr if type(func) is ast.Attribute else None
         for hook in self._hooks["on_call"]:
             hook(self, node, q, attr)
+        if type(func) is ast.Name and q is None:  # a call of the file's own function (optional paths)
+            caller = self._function_names[0] if self._function_names else ""
+            self.local_calls.setdefault(func.id, []).append((self.catching, caller, node.lineno))
         mod = self._dynamic_import(node) if q == "importlib.import_module" else None
         if mod is not None and not self._on_import(node, mod):
             self._import_line(node, mod)
@@ -946,6 +978,11 @@ class PyAnalyzer:
             for node, cell in self.env_candidates[name]:
                 self._in_cell(cell)
                 self._string(node, node.value, "env")
+        for hook in self._hooks["on_finish"]:
+            hook(self)
+        if self.local_calls and self.module_defs and len(self._cell_texts) == 1:  # (a notebook's lines are per cell)
+            fallback.apply(self.findings, self._import_findings, self.local_calls, self.module_defs, self.caught_by,
+                           self.full_text)
         self.findings.sort(key=lambda f: (f.cell or 0, f.line, f.col, f.rule))
         return self.findings
 

@@ -65,6 +65,36 @@ RECORDS: tuple[EnvVar, ...] = (
            "Megatron's overlap setting has no NPU equivalent (MindSpeed handles it)"),
     EnvVar("CUDA_MPS_*", "cuda-env-other", PARTIAL, None,
            "NVIDIA's multi-process service has no Ascend counterpart; the variable is ignored"),
+    *(EnvVar(name, "cuda-env-other", PARTIAL, None, f"{what}: read by the CUDA driver or runtime, which the NPU "
+             "runtime does not replace; the variable is ignored")
+      for name, what in (("CUDA_MODULE_LOADING", "lazy or eager loading of CUDA modules"),
+                         ("CUDA_CACHE_PATH", "the CUDA driver's JIT (PTX) cache directory"),
+                         ("CUDA_CACHE_DISABLE", "switches off the CUDA driver's JIT cache"),
+                         ("CUDA_CACHE_MAXSIZE", "the CUDA driver's JIT cache size"),
+                         ("CUDA_FORCE_PTX_JIT", "forces JIT compilation of PTX"),
+                         ("CUDA_DISABLE_PTX_JIT", "switches off JIT compilation of PTX"),
+                         ("CUDA_AUTO_BOOST", "GPU clock boost"),
+                         ("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "GPU core dumps"),
+                         ("CUDA_COREDUMP_FILE", "the GPU core dump file"),
+                         ("CUDA_DEVICE_WAITS_ON_EXCEPTION", "the GPU debugger's stop on exceptions"))),
+    EnvVar("FORCE_CUDA", "cuda-env-other", PARTIAL, None,
+           "extension build scripts' switch that forces the CUDA build without a visible GPU; Ascend hosts have no "
+           "CUDA toolkit to build with; the CUDA build it steers is reported where it is declared"),
+    EnvVar("CUBLAS_*", "cuda-env-other", PARTIAL, None,
+           "a cuBLAS setting (CUBLAS_WORKSPACE_CONFIG sizes cuBLAS's workspace for deterministic matmuls): NPU "
+           "matmuls do not go through cuBLAS, so it is ignored; torch.use_deterministic_algorithms(True) is the "
+           "device-independent switch"),
+    EnvVar("CUBLASLT_*", "cuda-env-other", PARTIAL, None,
+           "a cuBLASLt setting: NPU matmuls do not go through cuBLASLt, so it is ignored"),
+    EnvVar("CUDNN_*", "cuda-env-other", PARTIAL, None,
+           "a cuDNN setting (logging, frontend switches): NPU kernels do not go through cuDNN, so it is ignored"),
+    EnvVar("NVIDIA_VISIBLE_DEVICES", "cuda-env-other", PARTIAL, "ASCEND_VISIBLE_DEVICES",
+           "the NVIDIA container runtime's device list; the Ascend Docker runtime reads ASCEND_VISIBLE_DEVICES"),
+    EnvVar("NVIDIA_DRIVER_CAPABILITIES", "cuda-env-other", PARTIAL, None,
+           "the NVIDIA container runtime's driver features; ignored on Ascend"),
+    EnvVar("NVIDIA_TF32_OVERRIDE", "cuda-env-other", PARTIAL, None,
+           "NVIDIA's library-wide TF32 switch; on Ascend HF32 is set with torch.npu.matmul.allow_hf32 and "
+           "torch.npu.conv.allow_hf32"),
     EnvVar("CUDA_HOME", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",
            "the CANN toolkit lives under ASCEND_HOME_PATH (or ASCEND_TOOLKIT_HOME)"),
     EnvVar("CUDA_PATH", "cuda-extension", MANUAL, "ASCEND_HOME_PATH",

@@ -70,6 +70,8 @@ NVCC_OPTIONS: tuple[str, ...] = (
     "--compiler-options", "-ccbin", "--compiler-bindir", "-lineinfo", "--generate-line-info", "--relocatable-device-code",
     "-rdc=", "--default-stream", "-Xcudafe", "--resource-usage", "-Xnvlink", "--nvlink-options", "--ftz=", "--prec-div=",
     "--prec-sqrt=", "--fmad=", "--keep-device-functions", "--allow-unsupported-compiler",
+    "--device-debug", "--device-c", "--device-w", "--device-link", "--extra-device-vectorization",
+    "--source-in-ptx", "--dlink-time-opt", "-dlto",
     # macros of the CUDA headers (the half/bfloat16 operator switches -U__CUDA_NO_HALF_OPERATORS__ every torch
     # extension build sets for nvcc, -DCUDA_HAS_FP16=1, -D__CUDA_ARCH_LIST__...): only a CUDA build defines them
     "-U__CUDA_NO_", "-D__CUDA_NO_", "-U__CUDA_", "-D__CUDA_", "-UCUDA_", "-DCUDA_",

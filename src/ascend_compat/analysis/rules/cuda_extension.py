@@ -29,6 +29,12 @@ TRIGGER_STRINGS = tuple(o.lower() for o in extensions.NVCC_OPTIONS) + extensions
 CUDA_BUILD_KWARGS = frozenset({"extra_cuda_cflags", "cuda_sources"})
 #: state keys of the facts this rule gives the project (see ascend_compat.analysis.project)
 FORWARDERS, EXT_MODULES, CUDA_CALLS = RULE.id + ":forwarders", RULE.id + ":ext_modules", RULE.id + ":cuda_calls"
+#: state key: names bound to the nvcc program's path (``nvcc_bin = cuda_dir + "/bin/nvcc"``) -> line
+NVCC_NAMES = RULE.id + ":nvcc_names"
+_HAS_NVCC = RULE.id + ":has_nvcc"
+#: calls that run a program given as their first argument
+RUNNERS = ("subprocess.check_output", "subprocess.run", "subprocess.Popen", "subprocess.call",
+            "subprocess.check_call", "subprocess.getoutput", "subprocess.getstatusoutput", "os.popen", "os.system")
 #: build calls that declare an extension module (its name: the first argument or name=)
 _DECLARES = ("cpp_extension.CUDAExtension", "cpp_extension.CppExtension", "setuptools.Extension",
              "distutils.core.Extension", "cpp_extension.load", "cpp_extension.load_inline")
@@ -175,10 +181,50 @@ def _forwarded(v, node) -> bool:
     return len(node.args) > 1 and type(node.args[1]) is ast.Name and node.args[1].id in params
 
 
+def _names_nvcc(value) -> bool:
+    """Whether an expression builds the nvcc program's path from a literal (``"nvcc"``, ``d + "/bin/nvcc"``,
+    ``os.path.join(home, "bin", "nvcc")``, either branch of a conditional)."""
+    for n in ast.walk(value):
+        if type(n) is ast.Constant and type(n.value) is str and " " not in n.value.strip() \
+                and extensions.runs_nvcc(n.value.lstrip("/\\")):
+            return True
+    return False
+
+
+def on_assign(v, node, targets, value, augmented: bool) -> None:
+    """A name bound to the nvcc program's path: a run of it is a run of nvcc."""
+    if augmented or type(value) not in (ast.Constant, ast.BinOp, ast.IfExp, ast.Call, ast.JoinedStr):
+        return
+    has = v.state.get(_HAS_NVCC)
+    if has is None:
+        has = v.state[_HAS_NVCC] = "nvcc" in v.full_text  # (most files never name it: no walk of their values)
+    if not has or not _names_nvcc(value):
+        return
+    for t in targets:
+        if type(t) is ast.Name:
+            v.state.setdefault(NVCC_NAMES, {})[t.id] = node.lineno
+            v.dynamic_names.add(t.id)  # a run of it may hold no trigger word
+
+
+def runs_nvcc(v, call) -> bool:
+    """Whether a process-running call runs nvcc: its command starts with an nvcc literal or a name bound to
+    the nvcc path (``subprocess.check_output([nvcc_bin, "-V"])``)."""
+    if not call.args or type(call.func) not in (ast.Name, ast.Attribute) or v.qual(call.func) not in RUNNERS:
+        return False
+    first = call.args[0]
+    el = first.elts[0] if type(first) in (ast.List, ast.Tuple) and first.elts else first
+    el = el.right if type(el) is ast.BinOp else el  # cuda_dir + "/bin/nvcc"
+    s = const_str(el)
+    if s is not None:
+        return extensions.runs_nvcc(s.lstrip("/\\"))
+    return type(el) is ast.Name and el.id in v.state.get(NVCC_NAMES, ())
+
+
 def on_call(v, node, q, attr) -> None:
     """``cpp_extension.load(...)`` / ``load_inline(...)`` with any CUDA evidence; any other call handing a build
-    CUDA sources or nvcc flags; ``os.system("nvcc ...")`` / ``subprocess.run(["nvcc", ...])``; with project
-    facts, a call of another module's CUDA-building helper, and a load() its callers feed CUDA sources."""
+    CUDA sources or nvcc flags; ``os.system("nvcc ...")`` / ``subprocess.run(["nvcc", ...])`` / a run of a name
+    bound to the nvcc path; with project facts, a call of another module's CUDA-building helper, and a load()
+    its callers feed CUDA sources."""
     _project_facts(v, node, q)
     if q and (q.startswith("subprocess.") or q in ("os.system", "os.popen")) and node.args:
         first = node.args[0]
@@ -187,6 +233,10 @@ def on_call(v, node, q, attr) -> None:
             if s is not None and " " in s.strip() and extensions.runs_nvcc(s):
                 v.report(el, RULE.id, "runs nvcc, the CUDA compiler, which Ascend hosts do not have: "
                          + RULE.explanation, RULE.suggestion)
+            elif type(el) is ast.Name and el.id in v.state.get(NVCC_NAMES, ()):
+                v.report(el, RULE.id, f"runs nvcc, the CUDA compiler (the path {el.id} holds, line "
+                         f"{v.state[NVCC_NAMES][el.id]}), which Ascend hosts do not have: " + RULE.explanation,
+                         RULE.suggestion)
     if q and q.endswith("cpp_extension.CUDAExtension"):
         _reported_build(v, node)  # reported by its name (qualname)
     if not q or not (q.endswith("cpp_extension.load") or q.endswith("cpp_extension.load_inline")):

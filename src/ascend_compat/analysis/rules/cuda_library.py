@@ -15,6 +15,7 @@ import builtins
 import re
 from ast import Attribute, Name
 
+from ascend_compat.analysis import param_flow
 from ascend_compat.analysis.rules.base import AUTO, MANUAL, PARTIAL, Rule, const_str
 from ascend_compat.knowledge import libraries
 
@@ -109,6 +110,8 @@ def on_import(v, node, module: str, names=()) -> bool:
                                                     {module.split(".", 1)[0]: module})
     if v.guarded and handling == MANUAL:
         msg, handling = msg + "; optional (the import is guarded by except ImportError)", PARTIAL
+    if lib.verdict == MANUAL:
+        v.state[_MANUAL_IMPORTED] = True  # its objects may be handed to the file's functions
     v.report(node, RULE.id, msg, lib.replacement, handling=handling)
     return True
 
@@ -133,6 +136,9 @@ def _report_library_file(v, node, s: str, what: str, handling: str) -> None:
 
 
 _HANDLES = RULE.id + ":handles"
+#: names bound to an object a CUDA-only library returned -> (its call, line, advice); their parameter flow
+_OBJECTS, _FLOW = RULE.id + ":objects", RULE.id + ":params"
+_MANUAL_IMPORTED = RULE.id + ":manual-imported"
 
 
 def _loaded_library(v, node, q):
@@ -144,16 +150,35 @@ def _loaded_library(v, node, q):
 
 
 def on_assign(v, node, targets, value, augmented: bool) -> None:
-    """``handle = ctypes.CDLL("libcudart.so")``: the name's method calls are calls into that library."""
+    """``handle = ctypes.CDLL("libcudart.so")``: the name's method calls are calls into that library;
+    ``smi = nvidia_smi.getInstance()``: the name holds an object of a CUDA-only library (no drop-in), whose
+    method calls are that library's, also where a call hands it to a parameter."""
     if augmented or type(value) is not ast.Call or type(value.func) not in (Attribute, Name):
         return
-    what = _loaded_library(v, value, v.qual(value.func))
-    if what is None:
+    q = v.qual(value.func)
+    what = _loaded_library(v, value, q)
+    c = v.classify(q) if what is None and q is not None else None
+    if what is None and (c is None or c[0] != RULE.id or c[1] != MANUAL):
         return
     for t in targets:
         if type(t) is Name:
-            v.state.setdefault(_HANDLES, {})[t.id] = (what, value.lineno)
+            if what is not None:
+                v.state.setdefault(_HANDLES, {})[t.id] = (what, value.lineno)
+            else:
+                v.state.setdefault(_OBJECTS, {})[t.id] = (q, value.lineno, c[3])
             v.dynamic_names.add(t.id)  # its uses hold no trigger word
+
+
+def on_def(v, node) -> None:
+    if _MANUAL_IMPORTED in v.state:  # (no CUDA-only library imported so far: no object to hand over)
+        param_flow.on_def(v, _FLOW, node)
+
+
+def on_finish(v) -> None:
+    """Method calls on a parameter that a call in the file hands a CUDA-only library's object."""
+    for (node, attr), (q, line, advice) in param_flow.resolve(v, _FLOW):
+        v.report(node, RULE.id, f"{attr}(): a method of the {q}() result (line {line}) handed in as a parameter: "
+                 "a CUDA-only library without a drop-in", advice, handling=MANUAL)
 
 
 #: calls that load a shared library: the code then calls into it (``handle.cudaSetDevice(0)``)
@@ -191,6 +216,11 @@ def on_call(v, node, q, attr) -> None:
         what, line = v.state[_HANDLES][f.value.id]
         v.report(node, RULE.id, f"{f.attr}(): a call into {what}, loaded with ctypes at line {line}, which Ascend "
                  "hosts do not have", f"use {libraries.NVIDIA_SHARED_LIBRARY_ADVICE}.", handling=MANUAL)
+    elif type(f) is Attribute and type(f.value) is Name:
+        param_flow.wait(v, _FLOW, f.value, (node, f.attr))  # a library object may be handed in
+    objects = v.state.get(_OBJECTS)
+    if objects and q is None and type(f) is Name:
+        param_flow.hand(v, _FLOW, node, lambda arg: objects.get(arg.id) if type(arg) is Name else None)
     if not v.star_imports or None in v.star_imports or q is not None or type(node.func) is not ast.Name:
         return  # None: another module was star-imported too, the name may come from it
     name = node.func.id

@@ -17,7 +17,7 @@ from ascend_compat.analysis.rules.base import Classified, Rule
 SUPPORT_MODULES = frozenset({"base", "registry", "catalog", "cuda_api"})
 STRING_ROLES = ("value", "key", "compare", "env")
 _HOOKS = ("qualname", "on_call", "on_attribute", "on_string", "on_joined", "on_compare", "on_import", "on_assign",
-          "on_return", "on_def")
+          "on_return", "on_def", "on_finish")
 
 
 class Registry:
