@@ -371,7 +371,7 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
     out = set()
     for qual, name in bindings:
         if name == "*" or (name == qual and name not in _TRIGGER_IMPORTS):
-            continue  # (``import torch`` binds nothing new; ``import triton`` binds a library whose uses say only triton)
+            continue  # (``import torch`` binds nothing new; ``import triton``: a library whose uses say only triton)
         if needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS:
             out.add(name)
     return out
