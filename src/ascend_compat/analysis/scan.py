@@ -316,43 +316,31 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
 
     facts = opts.project_facts
     module = _project.module_name(path) if sink is not None or facts is not None else None
-    if facts is not None and sink is not None and _reused(text, path, module, facts, sink):
-        return []
+    named: List[int] = []
+    if facts is not None and sink is not None:  # a later pass: found from the import lines alone, before the
+        lines, _ = _import_lines(text, judge=False)  # trigger words are searched for
+        imports = _project.import_targets(text, lines, module, path.endswith("__init__.py"))
+        names = facts.reachable(imports)
+        named = _name_positions(text, names) if names else []
+        if not named and module not in facts.back_modules():  # the facts cannot change the file
+            sink["facts"] = _project.FileFacts(module=module, imports=imports)
+            sink["reused"] = True
+            return []
     starts: Optional[List[int]] = [] if sink is not None else None
     base, relevant = hot_positions(text, (), starts)
+    if named:  # the symbols of other modules' facts the file names are trigger words too
+        base = sorted(base + named)
+        relevant = True
     bindings = None
     if sink is not None:
         bindings = _project.import_bindings(text, starts, module, path.endswith("__init__.py"))
-        imports = frozenset(q for q, _ in bindings)
-        sink["facts"] = _project.FileFacts(module=module, imports=imports)
-        if facts is not None:  # (not reused: the file names a fact's symbol or its definitions got a meaning)
-            names = facts.reachable(imports)
-            named = _name_positions(text, names) if names else []
-            if named:
-                base = sorted(base + named)
-                relevant = True
+        sink["facts"] = _project.FileFacts(module=module, imports=frozenset(q for q, _ in bindings))
     if not relevant:
         return []
     analyzer, stream = _analyse_relevant(path, text, opts, base, module, starts, stream_over, bindings)
     if sink is not None:
         sink["facts"] = _project.facts_of(analyzer, module, sink["facts"].imports)
     return _stream.finished(stream, analyzer.findings)
-
-
-def _reused(text: str, path: str, module: str, facts, sink: dict) -> bool:
-    """In a later pass: whether the file names none of the symbols the project's facts give a meaning that its
-    imports reach, and none of its own definitions got one (``sink["reused"]`` is then set): found from its import
-    lines alone, before the trigger words are searched for."""
-    from ascend_compat.analysis import project as _project
-
-    starts, _ = _import_lines(text, judge=False)
-    imports = _project.import_targets(text, starts, module, path.endswith("__init__.py"))
-    names = facts.reachable(imports)
-    if module in facts.back_modules() or (names and _name_positions(text, names)):
-        return False
-    sink["facts"] = _project.FileFacts(module=module, imports=imports)
-    sink["reused"] = True
-    return True
 
 
 def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str,
