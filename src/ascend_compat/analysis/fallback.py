@@ -127,7 +127,7 @@ def apply(findings: List[Finding], import_lines: Set[Tuple[int, int]], calls: Di
     """Rate the manual findings of :data:`RULES` inside optional functions partial (in place)."""
     cache: Dict[Tuple[bool, str], Dict[str, int]] = {}
     spans = sorted((lo, hi, name) for name, (lo, hi) in defs.items())
-    for i, f in enumerate(findings):
+    for f in findings:
         if f.handling != MANUAL or f.rule not in RULES:
             continue
         holder = next((name for lo, hi, name in spans if lo <= f.line <= hi), None)
