@@ -745,3 +745,21 @@ def test_a_cuda_only_library_object_handed_to_a_parameter(tmp_path):
         print(used_memory(smi), plain({}))
         """)
     assert _lines(fs, "cuda-library") == {1, 4, 9}
+
+
+def test_a_builtin_handed_a_toolkit_version_is_not_followed():
+    """``str(version)`` hands nothing to a function of the file: ``str`` is not followed (every ``str(`` of the
+    file would become a trigger), while the file's own function and its parameter are."""
+    import ast
+
+    from ascend_compat.analysis.visitor import PyAnalyzer
+
+    text = ("import torch\n\n\ndef flags(version):\n    return version >= 12\n\n\n"
+            "v = torch.version.cuda\nname = str(v)\nargs = flags(v)\n")
+    an = PyAnalyzer("m.py", text)
+    an.feed(ast.parse(text))
+    an.finish()
+    assert "str" not in an.dynamic_names
+    assert {"v", "flags", "version"} <= an.dynamic_names
+    assert 5 in {f.line for f in an.findings if f.rule == "cuda-version-gate"}  # the gate inside flags
+

@@ -5,14 +5,19 @@ A rule keeps one :class:`Flow` (under its own key in the analyzer's state). Whil
 records each module function's parameter names (:func:`on_def`), each use of a parameter it would report if
 the parameter held such a value (:func:`wait`: the function usually comes before its calls), and each call
 that hands a parameter such a value (:func:`hand`); at the end (:func:`resolve`) the uses of parameters some
-call handed one are the rule's. Only the file's module functions called by name are followed; a call from
-another module is not seen. A function and parameter handed a value become dynamic names, so a body
+call handed one are the rule's. Only the file's module functions called by name are followed (a builtin such as
+``int(version)`` is none, unless the file binds the name first); a call from another module is not seen. A function and parameter handed a value become dynamic names, so a body
 without trigger words is visited where it uses them.
 """
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+
+#: names of Python's builtins: ``int(version)`` hands nothing to a function of the file (unless it rebinds the name)
+_BUILTINS = frozenset(dir(builtins))
 
 
 class Flow:
@@ -67,8 +72,10 @@ def hand(v, key: str, call: ast.Call, value_of: Callable) -> None:
     argument holds."""
     if type(call.func) is not ast.Name:
         return
-    f = flow(v, key)
     func = call.func.id
+    if func in _BUILTINS and not v.bound(func):
+        return  # (marking ``str`` followed would make every ``str(`` of the file a trigger)
+    f = flow(v, key)
     params = f.params.get(func)
     for slot, arg in list(enumerate(call.args)) + [(k.arg, k.value) for k in call.keywords if k.arg]:
         value = value_of(arg)
