@@ -763,3 +763,23 @@ def test_a_builtin_handed_a_toolkit_version_is_not_followed():
     assert {"v", "flags", "version"} <= an.dynamic_names
     assert 5 in {f.line for f in an.findings if f.rule == "cuda-version-gate"}  # the gate inside flags
 
+
+def test_only_names_a_rule_reports_through_are_followed(tmp_path):
+    """A name bound to a part of torch.distributed no rule reports (``Shard``, a process group, the module) is not
+    followed: every line naming it would be visited for nothing. A name bound to ``ReduceOp`` is: ``R.AVG`` holds
+    no trigger word."""
+    import ast
+
+    from ascend_compat.analysis.visitor import PyAnalyzer
+
+    text = ("import torch.distributed as dist\nfrom torch.distributed.tensor import Shard\nR = dist.ReduceOp\n"
+            "group = dist.group.WORLD\n\n\ndef f(t):\n    dist.all_reduce(t, op=R.AVG, group=group)\n"
+            "    return Shard(0)\n")
+    an = PyAnalyzer("m.py", text)
+    an.feed(ast.parse(text))
+    an.finish()
+    assert "R" in an.dynamic_names
+    assert not {"dist", "Shard", "group"} & an.dynamic_names
+    p = tmp_path / "m.py"
+    p.write_text(text + "\n".join(f"padding_{i} = {i}" for i in range(200)) + "\n")
+    assert 8 in _lines(scan_file(str(p)).findings, "reduce-op-avg")

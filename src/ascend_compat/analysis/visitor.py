@@ -72,8 +72,11 @@ class _Scope:
         self.kind = kind
 
 
+#: modules whose every alias is followed. Not torch.distributed: a rule reports its parts through the names
+#: themselves (``nccl``, ``ReduceOp``: trigger words) or a verdict on the alias (``classify``); following every
+#: alias of it (``Shard``, ``dist``, a process group) made most lines of a distributed file visited, for nothing
 _TRACK_PREFIXES = ("torch.cuda", "torch.backends", "torch.jit", "torch.utils.cpp_extension", "triton",
-                   "numba", "torch.load", "torch.distributed")
+                   "numba", "torch.load")
 
 
 _NUMPY_FLOAT64 = frozenset(f"numpy.{n}" for n in (
@@ -96,10 +99,13 @@ _INTERESTING_ROOTS = frozenset({"torch", "triton", "numba", "deepspeed", "flash_
 
 
 def needs_tracking(q: str, reg=None) -> bool:
-    """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word."""
-    classify = (reg or _registry.default()).classify
+    """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word: ``q`` is torch or in
+    a followed module, the rules have a verdict on it or its members, or it is a class whose members a rule reports
+    (the rules' ``FOLLOWED_MEMBERS``)."""
+    reg = reg or _registry.default()
+    classify = reg.classify
     return (q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
-            or classify(q + ".x") is not None)
+            or classify(q + ".x") is not None or q.rpartition(".")[2] in reg.followed_members)
 
 
 def _is_device_name(name: str) -> bool:

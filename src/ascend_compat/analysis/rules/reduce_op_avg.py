@@ -10,6 +10,8 @@ RULE = Rule('reduce-op-avg', 'distributed', PARTIAL, 'ReduceOp.AVG',
             'use ReduceOp.SUM and divide by dist.get_world_size() for portability across torch_npu '
             'versions.', order=17)
 TRIGGERS = ("reduceop",)
+#: a name bound to the class (``R = dist.ReduceOp``) is followed: ``R.AVG`` holds no trigger word
+FOLLOWED_MEMBERS = ("ReduceOp",)
 
 
 def qualname(q: str, version):

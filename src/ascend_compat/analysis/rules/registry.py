@@ -52,6 +52,8 @@ class Registry:
                 strings.setdefault(prefix[0], set()).add(prefix)
         self.trigger_strings: Dict[str, tuple] = {c: tuple(sorted(ps)) for c, ps in sorted(strings.items())}
         self.trigger_imports = frozenset(n for m in mods for n in getattr(m, "TRIGGER_IMPORTS", ()))
+        #: names of classes whose members a rule reports (``ReduceOp``): a name bound to one is followed
+        self.followed_members = frozenset(n for m in mods for n in getattr(m, "FOLLOWED_MEMBERS", ()))
         self.rewrite_string = {i: m.rewrite_string for i, m in self.modules.items() if hasattr(m, "rewrite_string")}
         self.rewrite_qualname = {i: m.rewrite_qualname for i, m in self.modules.items()
                                  if hasattr(m, "rewrite_qualname")}
