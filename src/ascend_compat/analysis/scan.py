@@ -42,7 +42,7 @@ from ascend_compat.analysis.findings import FileResult, Finding, internal_error
 from ascend_compat.analysis.rules.registry import default as _rules
 
 #: bump when the analysis changes so cached results are not reused
-ANALYZER_VERSION = "5"
+ANALYZER_VERSION = "6"
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
 #: lower-case words: a file containing none of them (and no import of a listed library or renamed
