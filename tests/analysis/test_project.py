@@ -300,3 +300,20 @@ def test_a_file_importing_the_projects_triton_code_is_rated_by_its_own_findings(
     assert _lines(got["k/user.py"], "triton-kernel") == {2}
     assert rate_findings(got["k/user.py"]).level == "easy"  # .cuda() is handled; the kernel is k/scale.py's
     assert rate_findings(got["k/scale.py"]).level == "hard"
+
+
+def test_a_call_through_an_alias_of_another_modules_cuda_builder(tmp_path):
+    """``from pkg.build import build_ops as f``: the local name is no fact's name, the name it is bound to is; its
+    use far from any trigger word (the sparse analysis of a long file) is followed and reported."""
+    padding = "".join(f"padding_{i} = {i}\n" for i in range(220))
+    root = _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/build.py": """\
+            from torch.utils import cpp_extension
+            def build_ops():
+                return cpp_extension.load(name="ops", sources=["ops.cu"])
+            """,
+        "pkg/run.py": "from pkg.build import build_ops as f\n" + padding + "\n\ndef main():\n    return f()\n",
+    })
+    got = _check(root)
+    assert _lines(got["pkg/run.py"], "cuda-extension") == {225}

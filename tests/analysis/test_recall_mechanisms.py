@@ -783,3 +783,23 @@ def test_only_names_a_rule_reports_through_are_followed(tmp_path):
     p = tmp_path / "m.py"
     p.write_text(text + "\n".join(f"padding_{i} = {i}" for i in range(200)) + "\n")
     assert 8 in _lines(scan_file(str(p)).findings, "reduce-op-avg")
+
+
+def test_a_device_generic_librarys_names_are_not_followed_but_its_cuda_only_part_is(tmp_path):
+    """DeepSpeed is device-generic (no finding for its use) except ``deepspeed.ops``: ``logger`` from it is not
+    followed (each line naming it would be visited for nothing); ``deepspeed`` itself is, since
+    ``deepspeed.ops.adam.FusedAdam(...)`` holds no trigger word."""
+    import ast
+
+    from ascend_compat.analysis import scan
+    from ascend_compat.analysis.visitor import PyAnalyzer
+
+    text = ("import deepspeed\nfrom deepspeed.utils import logger\n\n\ndef make(params):\n    logger.info('x')\n"
+            "    return deepspeed.ops.adam.FusedAdam(params)\n")
+    assert scan._import_seeds(text, None, "m", "m.py") == {"deepspeed"}
+    an = PyAnalyzer("m.py", text)
+    an.feed(ast.parse(text))
+    assert "deepspeed" in an.dynamic_names and "logger" not in an.dynamic_names
+    p = tmp_path / "m.py"
+    p.write_text(text + "\n".join(f"padding_{i} = {i}" for i in range(200)) + "\n")
+    assert _lines(scan_file(str(p)).findings, "cuda-library") == {7}

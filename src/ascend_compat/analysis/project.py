@@ -185,6 +185,11 @@ class ProjectFacts:
         return frozenset(w for w in words if w)
 
     @property
+    def symbols(self) -> FrozenSet[str]:
+        """The absolute names of the symbols that carry a fact (``pkg.build.load_ops``)."""
+        return self._symbols
+
+    @property
     def words(self) -> FrozenSet[str]:
         """Identifiers a file must contain for the forward facts to reach it (the fact symbols, their modules)."""
         return self._words

@@ -344,10 +344,11 @@ def _analyse_python(path: str, text: str, opts: ScanOptions, sink: Optional[dict
 
 
 def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str], path: str,
-                  bindings: Optional[set] = None) -> set:
+                  bindings: Optional[set] = None, project=None) -> set:
     """Names the file's imports bind to something the analysis follows (``from torch.cuda import amp`` -> ``amp``,
-    ``import triton`` -> ``triton``): they are trigger words from the first round on, instead of being found by
-    one more round. ``bindings``: the imports' :func:`~ascend_compat.analysis.project.import_bindings`, when known."""
+    ``import triton`` -> ``triton``, with the project's facts ``project`` an alias of a fact's symbol): they are
+    trigger words from the first round on, instead of being found by one more round. ``bindings``: the imports'
+    :func:`~ascend_compat.analysis.project.import_bindings`, when known."""
     from ascend_compat.analysis.project import import_bindings
     from ascend_compat.analysis.visitor import needs_tracking
 
@@ -360,7 +361,7 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
     for qual, name in bindings:
         if name == "*" or (name == qual and name not in _TRIGGER_IMPORTS):
             continue  # (``import torch`` binds nothing new; ``import triton``: a library whose uses say only triton)
-        if needs_tracking(qual) or qual.split(".", 1)[0] in _TRIGGER_IMPORTS:
+        if needs_tracking(qual) or (project is not None and qual in project.symbols):
             out.add(name)
     return out
 
@@ -379,7 +380,7 @@ def _analyse_relevant(path: str, text: str, opts: ScanOptions, base: List[int], 
 
     streaming = len(text) > (_stream.STREAM_BYTES if stream_over is None else stream_over)
     stream = _stream.Stream(path, text, _chunks(text), _parse, _members, MAX_BLANKED_LINES) if streaming else None
-    seeds: set = _import_seeds(text, starts, module, path, bindings)
+    seeds: set = _import_seeds(text, starts, module, path, bindings, opts.project_facts)
     if opts.followed:
         seeds |= opts.followed.get(path, frozenset())
     trees: dict = {}  # the whole file's tree, reused when a later round needs it again

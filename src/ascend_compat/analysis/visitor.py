@@ -100,12 +100,13 @@ _INTERESTING_ROOTS = frozenset({"torch", "triton", "numba", "deepspeed", "flash_
 
 def needs_tracking(q: str, reg=None) -> bool:
     """Whether uses of a name bound to ``q`` can be CUDA references that contain no trigger word: ``q`` is torch or in
-    a followed module, the rules have a verdict on it or its members, or it is a class whose members a rule reports
-    (the rules' ``FOLLOWED_MEMBERS``)."""
+    a followed module, the rules have a verdict on it or its members, or it is a module or class some members of
+    which a rule reports (the rules' ``FOLLOWED_MODULES`` and ``FOLLOWED_MEMBERS``)."""
     reg = reg or _registry.default()
     classify = reg.classify
     return (q == "torch" or q.startswith(_TRACK_PREFIXES) or classify(q) is not None
-            or classify(q + ".x") is not None or q.rpartition(".")[2] in reg.followed_members)
+            or classify(q + ".x") is not None or q in reg.followed_modules
+            or q.rpartition(".")[2] in reg.followed_members)
 
 
 def _is_device_name(name: str) -> bool:
@@ -305,8 +306,9 @@ class PyAnalyzer:
         if qual is None and self.alternative and aliases.get(name) is not None:
             return  # a name is CUDA-bound if any branch binds it to CUDA code
         aliases[name] = qual
-        if qual is not None and self.project is not None and name in self.project.words:
-            self.dynamic_names.add(name)  # a project fact's symbol: its uses may hold no trigger word
+        if qual is not None and self.project is not None and (name in self.project.words
+                                                              or qual in self.project.symbols):
+            self.dynamic_names.add(name)  # a project fact's symbol (or an alias of one): its uses may hold no trigger
         if self.guarded and qual is not None:
             self.optional.add((self.scopes[-1].idx, name))
         if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):

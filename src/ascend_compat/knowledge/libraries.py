@@ -199,6 +199,10 @@ SWITCH_KEYWORDS: dict[tuple[str, str], Switch] = {tuple(s.call.split("=", 1)): s
 
 #: top-level names: a file that mentions none of them cannot import a listed library
 TOP_LEVEL_NAMES = frozenset(r.name.split(".")[0] for r in RECORDS)
+#: the packages above a listed part that is not device-generic (``deepspeed`` above ``deepspeed.ops``): a use of
+#: one (``deepspeed.ops.adam.FusedAdam``) can be a use of that part
+PARENTS_OF_CUDA_PARTS = frozenset(".".join(r.name.split(".")[:n]) for r in RECORDS if r.verdict != AUTO
+                                  for n in range(1, r.name.count(".") + 1))
 
 
 def lookup(module: str) -> Optional[Library]:

@@ -11,7 +11,9 @@ A rule module (any module of :mod:`ascend_compat.analysis.rules` that defines ``
   with (found right after its opening quote: the rule reports such a string only when it starts with
   one); ``TRIGGER_IMPORTS``: top-level module names whose import makes a file relevant by itself;
   ``FOLLOWED_MEMBERS``: names of classes whose members the rule reports (``ReduceOp``): a name bound to one
-  (``R = dist.ReduceOp``) is followed, since its uses (``R.AVG``) hold no trigger word;
+  (``R = dist.ReduceOp``) is followed, since its uses (``R.AVG``) hold no trigger word; ``FOLLOWED_MODULES``:
+  modules some members of which the rule reports (``deepspeed``, for ``deepspeed.ops``): a name bound to one is
+  followed;
 * detection hooks, all optional (``v`` is the file's :class:`~ascend_compat.analysis.visitor.PyAnalyzer`):
   ``qualname(q, version) -> (rule, handling, message, suggestion) | None`` for resolved names
   (``torch.backends.cudnn.benchmark``), ``on_call(v, node, q, attr)``, ``on_attribute(v, node, q)``,

@@ -34,6 +34,8 @@ TRIGGER_STRINGS = tuple(sorted(p for p in libraries.NVIDIA_SHARED_LIBRARIES if n
 STRING_ROLES = ("value",)
 #: importing one of these makes a file relevant by itself
 TRIGGER_IMPORTS = libraries.TOP_LEVEL_NAMES
+#: a name bound to one of these (``import deepspeed``) is followed: its uses can reach a CUDA-only part
+FOLLOWED_MODULES = libraries.PARENTS_OF_CUDA_PARTS
 #: libraries whose use sites another rule reports (Triton kernels: triton-kernel, once per decorator)
 _USE_SITES_ELSEWHERE = frozenset({"triton"})
 #: flash_attn modules migrate points at the drop-in

@@ -54,6 +54,8 @@ class Registry:
         self.trigger_imports = frozenset(n for m in mods for n in getattr(m, "TRIGGER_IMPORTS", ()))
         #: names of classes whose members a rule reports (``ReduceOp``): a name bound to one is followed
         self.followed_members = frozenset(n for m in mods for n in getattr(m, "FOLLOWED_MEMBERS", ()))
+        #: modules whose members a rule can report though it has no verdict on the module itself: aliases followed
+        self.followed_modules = frozenset(n for m in mods for n in getattr(m, "FOLLOWED_MODULES", ()))
         self.rewrite_string = {i: m.rewrite_string for i, m in self.modules.items() if hasattr(m, "rewrite_string")}
         self.rewrite_qualname = {i: m.rewrite_qualname for i, m in self.modules.items()
                                  if hasattr(m, "rewrite_qualname")}
