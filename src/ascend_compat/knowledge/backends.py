@@ -13,6 +13,8 @@ from ascend_compat.knowledge.records import AUTO, PARTIAL, Construct, Versions
 
 #: CUDA collective backend -> Ascend collective backend
 BACKENDS = {"nccl": "hccl"}
+#: torch.distributed calls whose first positional argument is the backend (``backend=`` is their keyword)
+BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 
 
 def rewrite(value: Any, target: str = TARGET) -> Any:

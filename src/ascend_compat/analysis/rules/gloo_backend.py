@@ -16,8 +16,8 @@ _REC = backends.BY_NAME['"gloo"']
 RULE = Rule(_REC.rule, 'distributed', PARTIAL, 'gloo backend',
             f"{_REC.reason[0].upper()}{_REC.reason[1:]}.", _REC.advice, order=16)
 TRIGGERS = ("gloo",)
-#: calls whose first positional argument is a backend (as for the nccl-backend rule)
-BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+#: calls whose first positional argument is a backend
+BACKEND_CALLS = backends.BACKEND_CALLS
 
 
 def _is_gloo_only(s: str) -> bool:

@@ -16,9 +16,9 @@ TRIGGERS = ("nccl",)
 #: reads backend names: ``backend="NCCL"`` is NCCL)
 BACKEND_STR = re.compile(r"(?:[a-z]+:)?nccl(?:,[a-z]+:[a-z]+)*\Z|(?:[a-z]+:[a-z]+,)+cuda:nccl(?:,.*)?\Z", re.I)
 #: calls whose first positional argument is a backend
+BACKEND_CALLS = backends.BACKEND_CALLS
 #: how a comparison finding's message starts (a rewritten comparison needs no import torch_npu)
 COMPARED = "distributed backend compared with"
-BACKEND_CALLS = frozenset({"init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration"})
 
 
 def qualname(q: str, version):
