@@ -6,8 +6,9 @@ records each module function's parameter names (:func:`on_def`), each use of a p
 the parameter held such a value (:func:`wait`: the function usually comes before its calls), and each call
 that hands a parameter such a value (:func:`hand`); at the end (:func:`resolve`) the uses of parameters some
 call handed one are the rule's. Only the file's module functions called by name are followed (a builtin such as
-``int(version)`` is none, unless the file binds the name first); a call from another module is not seen. A function and parameter handed a value become dynamic names, so a body
-without trigger words is visited where it uses them.
+``int(version)`` is none, unless the file binds the name first); a call from another module is not seen. A
+function and parameter handed a value become dynamic names, so a body without trigger words is visited where it
+uses them.
 """
 from __future__ import annotations
 
