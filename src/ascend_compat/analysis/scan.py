@@ -350,7 +350,7 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
     trigger words from the first round on, instead of being found by one more round. ``bindings``: the imports'
     :func:`~ascend_compat.analysis.project.import_bindings`, when known."""
     from ascend_compat.analysis.project import import_bindings
-    from ascend_compat.analysis.visitor import needs_tracking
+    from ascend_compat.analysis.visitor import follows_binding
 
     if bindings is None:
         if starts is None:
@@ -359,10 +359,8 @@ def _import_seeds(text: str, starts: Optional[List[int]], module: Optional[str],
         bindings = import_bindings(text, starts, module, path.endswith("__init__.py"))
     out = set()
     for qual, name in bindings:
-        if name == "*" or (name == qual and name not in _TRIGGER_IMPORTS):
-            continue  # (``import torch`` binds nothing new; ``import triton``: a library whose uses say only triton)
-        if needs_tracking(qual) or (project is not None and qual in project.symbols):
-            out.add(name)
+        if name != "*" and (follows_binding(qual, name) or (project is not None and qual in project.symbols)):
+            out.add(name)  # (the visitor's own test: a seed is a name the first round would follow anyway)
     return out
 
 

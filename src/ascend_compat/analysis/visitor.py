@@ -109,6 +109,13 @@ def needs_tracking(q: str, reg=None) -> bool:
             or q.rpartition(".")[2] in reg.followed_members)
 
 
+def follows_binding(qual: str, name: str, reg=None) -> bool:
+    """Whether ``name``, bound to ``qual``, is followed (its uses are trigger words): ``import torch`` binds nothing
+    new, ``import triton`` binds a listed library whose uses say only ``triton``; else :func:`needs_tracking`."""
+    reg = reg or _registry.default()
+    return (qual != name or name in reg.trigger_imports) and needs_tracking(qual, reg)
+
+
 def _is_device_name(name: str) -> bool:
     return bool(_DEVICE_NAME.search(name))
 
@@ -311,7 +318,7 @@ class PyAnalyzer:
             self.dynamic_names.add(name)  # a project fact's symbol (or an alias of one): its uses may hold no trigger
         if self.guarded and qual is not None:
             self.optional.add((self.scopes[-1].idx, name))
-        if qual is not None and (qual != name or name in self.reg.trigger_imports) and needs_tracking(qual, self.reg):
+        if qual is not None and follows_binding(qual, name, self.reg):
             self.dynamic_names.add(name)
 
     def bound(self, name: str) -> bool:
